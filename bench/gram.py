@@ -34,14 +34,15 @@ points (max squared norm ~ 3, far below 700); MinKernel uses U[0, 1] points with
 Polynomial(degree=3, c=1).
 """
 from __future__ import annotations
-import argparse, datetime, gc, json, os, platform, resource, subprocess, sys, time
+import argparse, gc, json, os, resource, subprocess, sys, time
 
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)   # use this checkout's deccal, wherever we are run from
 
-GB = 1e9
+from _measure import (GB, rss_bytes, hwm_bytes, reset_hwm, cpu_snapshot, other_busy, wait_idle,   # noqa: E402
+                      disturbed, ft, machine_info)
 SEED = 20240601
 
 # (kernel name, d) in table order
@@ -130,36 +131,6 @@ def direct(name, d, A, B):
     raise ValueError(name)
 
 
-# ----------------------------------------------------------------------------- memory counters
-def _status_kb(key):
-    with open('/proc/self/status') as f:
-        for line in f:
-            if line.startswith(key + ':'): return int(line.split()[1])
-    raise KeyError(key)
-
-
-def rss_bytes(): return _status_kb('VmRSS') * 1024
-def hwm_bytes(): return _status_kb('VmHWM') * 1024
-
-
-def cpu_snapshot():
-    "(wall, this process's CPU s, whole machine busy CPU s, steal CPU s) for detecting interference."
-    hz = os.sysconf('SC_CLK_TCK')
-    with open('/proc/stat') as f: v = [int(x) for x in f.readline().split()[1:]]
-    # user nice system idle iowait irq softirq steal ...
-    busy, steal = (v[0] + v[1] + v[2] + v[5] + v[6]) / hz, (v[7] if len(v) > 7 else 0) / hz
-    t = os.times()
-    return time.perf_counter(), t.user + t.system, busy, steal
-
-
-def reset_hwm():
-    "Reset VmHWM to the current RSS; False if the kernel does not let us."
-    try:
-        with open('/proc/self/clear_refs', 'w') as f: f.write('5')
-    except OSError: return False
-    return hwm_bytes() <= rss_bytes() + (4 << 20)
-
-
 def deccal_calls(f, A, B):
     "Names of the Python-level functions of deccal.kernels that `f(A, B)` goes through (which code path)."
     seen = []
@@ -219,50 +190,6 @@ def run_one(name, d, path, n, repeat, prefault):
 
 
 # ----------------------------------------------------------------------------- driver
-def other_busy(seconds=1.0):
-    "Fraction of the CPUs used by other processes over `seconds` (this driver sleeps meanwhile)."
-    s0 = cpu_snapshot(); time.sleep(seconds); s1 = cpu_snapshot()
-    return max(0.0, s1[2] - s0[2] - (s1[1] - s0[1])) / ((s1[0] - s0[0]) * len(os.sched_getaffinity(0)))
-
-
-def wait_idle(max_wait, threshold=0.1):
-    "Wait (up to max_wait s) until other processes use less than `threshold` of the CPUs; the time waited."
-    t0 = time.perf_counter()
-    while other_busy() > threshold and time.perf_counter() - t0 < max_wait: pass
-    waited = time.perf_counter() - t0
-    return waited if waited > 1.5 else 0.0
-
-
-def disturbed(r):
-    "Was a measurement disturbed by other processes (only judged on windows long enough for /proc/stat ticks)?"
-    return r['window'] >= 1.0 and r['other_cpu'] > 0.05
-
-
-def machine_info():
-    import numba, scipy
-    try:
-        blas = np.show_config(mode='dicts')['Build Dependencies']['blas']
-        blas = f"{blas.get('name')} {blas.get('version')}"
-    except Exception: blas = '?'
-    cpu = platform.processor() or '?'
-    try:
-        with open('/proc/cpuinfo') as fh:
-            cpu = next(l.split(':', 1)[1].strip() for l in fh if l.startswith('model name'))
-    except Exception: pass
-    import hashlib
-    src = os.path.join(REPO, 'deccal', 'kernels.py')
-    with open(src, 'rb') as fh: digest = hashlib.sha256(fh.read()).hexdigest()[:12]
-    stamp = datetime.datetime.fromtimestamp(os.path.getmtime(src)).isoformat(timespec='seconds')
-    return (f"{datetime.datetime.now().isoformat(timespec='seconds')} | deccal/kernels.py sha256 {digest} "
-            f"(modified {stamp}) | {cpu}, "
-            f"os.cpu_count()={os.cpu_count()}, usable CPUs={len(os.sched_getaffinity(0))} | "
-            f"Python {platform.python_version()}, numpy {np.__version__} ({blas}), numba {numba.__version__}, "
-            f"scipy {scipy.__version__}")
-
-
-def ft(t): return f"{t:.3f}" if t < 10 else f"{t:.1f}"
-
-
 def fmt_peak(r):
     return f"{r['peak'] / GB:.2f} ({r['peak'] / r['out_bytes']:.2f}x)"
 
@@ -290,7 +217,7 @@ def main():
         run_one(name, int(d), path, n, args.repeat, not args.no_prefault)
         return
 
-    info = machine_info()
+    info = machine_info(('kernels.py',))
     print(info, flush=True)
     busy = other_busy()
     if busy > 0.1:
