@@ -13,6 +13,9 @@ from .embedding import Embedding
 from .decisions import (quantal_response, best_response, decision_rule, gap_function,
                               decision_calibration_error, expected_loss, no_type_regret)
 from .audit import audit, AuditResult, audit_best_response, BestResponseAudit, explicit_predictions
+from .dimfree import DimFreeDeCal, load_calibrator
+from .zhao import ZhaoDeCal
+from .plots import reliability_bins, reliability_diagram, ReliabilityBins
 from .lower_bound import (binary_decce, HalfspaceDecCE, halfspace_splits, halfspace_gap, witness_losses,
                                 realize_split, atoms_V, shatter, h_sigma, sample_D_sigma, sample_D1, sample_D2,
                                 support_D_sigma, support_D1, collision_test, tester_advantage,

@@ -11,6 +11,7 @@ from .checks import check_positive, check_rows
 from . import kernels
 from .kernels import Kernel
 from .embedding import Embedding
+from .losses import Loss
 from .decisions import quantal_response
 from .audit import _search, _rank_by_trace
 
@@ -19,37 +20,60 @@ __all__ = ['FORMAT_VERSION', 'DimFreeDeCal', 'load_calibrator']
 
 # %% ../nbs/08_dimfreedecal.ipynb #f4318084
 class _Basis:
-    "The generalized atoms v = [phi(y_i); p0(x_i)] of a calibration sample and their Gram matrix."
-    def __init__(self, kernel:Kernel, pred0:Embedding, Y):
-        self.kernel, self.pred0, self.Y, self.n = kernel, pred0, Y, pred0.n
-        E0 = pred0.evaluate(kernel, Y).T                  # E0[i, j] = p0(x_j)(y_i)
-        K = np.block([[kernel.gram(Y), E0], [E0.T, pred0.inner(kernel)]])
-        self.K = (K + K.T) / 2
+    "The basis atoms v_S: a subset of the generalized atoms [phi(y_i); p0(x_i)] (all of them for small n), their Gram matrix and its whitening."
+    def __init__(self, kernel:Kernel, Y, P:Embedding, K=None):
+        self.kernel, self.Y, self.P = kernel, Y, P      # outcomes phi(y_s) and base predictions p0(x_s) kept as atoms
+        if K is None:
+            E = P.evaluate(kernel, Y).T if len(Y) and P.n else np.zeros((len(Y), P.n))   # E[i, j] = p0(x_j)(y_i)
+            K = np.block([[kernel.gram(Y) if len(Y) else np.zeros((0, 0)), E], [E.T, P.inner(kernel) if P.n else np.zeros((0, 0))]])
+            K = (K + K.T) / 2
+        self.K = K
+
+    @property
+    def m(self) -> int: return self.K.shape[0]
 
     def h(self, pred:Embedding) -> np.ndarray:
-        "<v_m, p0(x)> for each prediction: shape (N, 2n)."
-        return np.hstack([pred.evaluate(self.kernel, self.Y), pred.inner(self.kernel, self.pred0)])
+        "<v_s, p0(x)> for each prediction: shape (N, m)."
+        parts = []
+        if len(self.Y): parts.append(pred.evaluate(self.kernel, self.Y))
+        if self.P.n: parts.append(pred.inner(self.kernel, self.P))
+        return np.hstack(parts)
 
     def h_outcomes(self, Y) -> np.ndarray:
-        "<v_m, phi(y)> for each outcome: shape (N, 2n)."
-        return np.hstack([self.kernel.gram(Y, self.Y), self.pred0.evaluate(self.kernel, Y)])
+        "<v_s, phi(y)> for each outcome: shape (N, m)."
+        parts = []
+        if len(self.Y): parts.append(self.kernel.gram(Y, self.Y))
+        if self.P.n: parts.append(self.P.evaluate(self.kernel, Y).T)
+        return np.hstack(parts)
+
+    def expand(self, C) -> tuple:
+        "Coefficients C (A, m) over v_S as (atoms, coefficients) over plain points: phi(y_s), then the atoms of the p0(x_s)."
+        ny, P = len(self.Y), self.P
+        Cy, Cp = C[:, :ny], C[:, ny:]
+        own = (Cp[:, :, None] * (P.gamma[:, None] * P.W)[None]).reshape(len(C), P.n * P.Z.shape[1])
+        atoms = np.vstack([self.Y, P.Z.reshape(-1, P.dim), P.V])
+        return atoms, np.hstack([Cy, own, Cp @ P.theta])
 
 class _State:
-    "p(x) = gamma p0(x) + theta . v for a batch of points, with h = <v, p0(x)> and q = K_v theta."
+    "p(x) = gamma p0(x) + theta . v_S for a batch of points, with h = <v_S, p0(x)> and q = K_S theta."
     def __init__(self, h, s0):
         N, M = h.shape
         self.h, self.s0 = h, s0
         self.gamma, self.theta, self.q = np.ones(N), np.zeros((N, M)), np.zeros((N, M))
 
+    def inner_v(self):
+        "<v_s, p(x)>: shape (N, m)."
+        return self.gamma[:, None] * self.h + self.q
+
     def estimates(self, C):
-        "Loss estimates of a loss with coefficients C (A, 2n) over v: shape (N, A)."
-        return self.gamma[:, None] * (self.h @ C.T) + self.q @ C.T
+        "Loss estimates of a loss with coefficients C (A, m) over v_S: shape (N, A)."
+        return self.inner_v() @ C.T
 
     def sq_norms(self):
-        return self.gamma**2 * self.s0 + 2 * self.gamma * np.einsum('im,im->i', self.theta, self.h) + np.einsum('im,im->i', self.theta, self.q)
+        return self.gamma**2 * self.s0 + np.einsum('im,im->i', self.theta, 2 * self.gamma[:, None] * self.h + self.q)
 
     def patch(self, k, D, KD):
-        "Add sum_a k[:, a] D[a] (D: directions over v, KD = D K_v)."
+        "Add sum_a k[:, a] D[a] (D: directions over v_S, KD = D K_S)."
         self.theta += k @ D
         self.q += k @ KD
 
@@ -59,13 +83,42 @@ class _State:
         self.gamma *= s; self.theta *= s[:, None]; self.q *= s[:, None]
 
 # %% ../nbs/08_dimfreedecal.ipynb #5af113da
-def _factor(K, trace_tol, max_rank):
-    "K ~ L L^T by eigendecomposition; returns L (M, r), the map from coordinates u to coefficients over v, and the captured trace."
-    lam, V = scipy.linalg.eigh(K)
-    lam, V = lam[::-1], V[:, ::-1]
+def _whiten(K, trace_tol, max_rank):
+    "K ~ Q diag(lam) Q^T (eigendecomposition, rank by captured trace); returns to_u = diag(lam)^-1/2 Q^T (r, m): the coordinates of f are to_u <v, f>."
+    lam, Q = scipy.linalg.eigh(K)
+    lam, Q = lam[::-1], Q[:, ::-1]
     r, frac = _rank_by_trace(lam, np.trace(K), trace_tol, max_rank)
-    lam = np.clip(lam[:r], 1e-300, None)
-    return V[:, :r] * np.sqrt(lam), (V[:, :r] / np.sqrt(lam)).T, frac
+    return (Q[:, :r] / np.sqrt(np.clip(lam[:r], 1e-300, None))).T, frac
+
+def _pivoted_cholesky(diag, column, trace_tol, max_rank):
+    "Greedy pivoted Cholesky of a PSD matrix given its diagonal and a function returning columns: the pivots and the captured trace."
+    d = np.asarray(diag, float).copy()
+    total = d.sum()
+    Lc = np.zeros((len(d), max_rank))
+    piv = []
+    for j in range(max_rank):
+        i = int(np.argmax(d))
+        if total <= 0 or d.sum() <= trace_tol * total or d[i] <= 1e-12 * total: break
+        c = column(i) - Lc[:, :j] @ Lc[i, :j]
+        Lc[:, j] = c / np.sqrt(d[i])
+        d = np.maximum(d - Lc[:, j]**2, 0); d[i] = 0
+        piv.append(i)
+    return np.array(piv, int), float(1 - d.sum() / total) if total > 0 else 1.0
+
+def _make_basis(kernel, pred0, Y, exact_max, trace_tol, max_rank):
+    "All 2n generalized atoms when n <= exact_max; otherwise the atoms chosen by a pivoted Cholesky of K_v (rank by captured trace)."
+    n = pred0.n
+    if n <= exact_max: return _Basis(kernel, Y, pred0), 1.0
+    full = _Basis(kernel, Y, pred0, K=np.zeros((0, 0)))
+    diag = np.concatenate([kernel.diag(Y), pred0.sq_norms(kernel)])
+    def column(i):
+        if i < n: return np.concatenate([kernel.gram(Y, Y[i:i + 1])[:, 0], pred0.evaluate(kernel, Y[i:i + 1])[:, 0]])
+        return np.concatenate([pred0[i - n].evaluate(kernel, Y)[0], pred0.inner(kernel, pred0[i - n])[:, 0]])
+    piv, frac = _pivoted_cholesky(diag, column, trace_tol, max_rank)
+    iy, ip = np.sort(piv[piv < n]), np.sort(piv[piv >= n] - n)
+    if not len(iy): iy = np.array([0])       # keep both kinds of atoms present (an extra atom only adds to the span)
+    if not len(ip): ip = np.array([0])
+    return _Basis(kernel, Y[iy], pred0[ip]), frac
 
 # %% ../nbs/08_dimfreedecal.ipynb #035f17fc
 class DimFreeDeCal:
@@ -83,32 +136,40 @@ class DimFreeDeCal:
                  seed:int=0,             # seed of the auditor's random starts
                  n_starts:int=2,         # random starts of each audit (the previous round's witness is always one more)
                  maxiter:int=100,        # L-BFGS iterations per start
-                 trace_tol:float=1e-8,   # rank of the factor of K_v: capture 1 - trace_tol of its trace
-                 max_rank:int=400,       # cap on that rank
-                 verbose:bool=False,     # print one line per round
+                 exact_max:int=500,      # up to this n the basis is all 2n generalized atoms; above, a pivoted-Cholesky subset
+                 trace_tol:float=1e-8,   # basis rank: capture 1 - trace_tol of the trace of K_v
+                 max_rank:int=300,       # cap on that rank
+                 verbose:bool=False,     # print a progress line per round (round, audit value, square loss, elapsed) to stderr
                 ):
         if not isinstance(kernel, Kernel): raise ValueError(f"kernel: expected a deccal kernel, got {kernel!r}")
         if isinstance(n_actions, bool) or int(n_actions) != n_actions or n_actions < 1: raise ValueError(f"n_actions: must be an integer >= 1, got {n_actions!r}")
         if step not in ("theory", "line-search"): raise ValueError(f"step: must be 'theory' or 'line-search', got {step!r}")
         if sample not in ("reuse", "split"): raise ValueError(f"sample: must be 'reuse' or 'split', got {sample!r}")
-        if max_rounds is not None and (int(max_rounds) != max_rounds or max_rounds < 0): raise ValueError(f"max_rounds: must be an integer >= 0, got {max_rounds!r}")
+        if max_rounds is not None and (isinstance(max_rounds, bool) or int(max_rounds) != max_rounds or max_rounds < 0): raise ValueError(f"max_rounds: must be an integer >= 0, got {max_rounds!r}")
+        for nm, v, lo in (('n_starts', n_starts, 0), ('maxiter', maxiter, 1), ('exact_max', exact_max, 0), ('max_rank', max_rank, 1)):
+            if isinstance(v, bool) or int(v) != v or v < lo: raise ValueError(f"{nm}: must be an integer >= {lo}, got {v!r}")
         self.kernel, self.n_actions = kernel, int(n_actions)
         self.beta, self.R1, self.eps = check_positive(beta, 'beta'), check_positive(R1, 'R1'), check_positive(eps, 'eps')
         self.R2 = None if R2 is None else check_positive(R2, 'R2')
-        self.step, self.max_rounds, self.sample, self.seed = step, max_rounds, sample, seed
-        self.n_starts, self.maxiter, self.trace_tol, self.max_rank, self.verbose = n_starts, maxiter, trace_tol, max_rank, verbose
+        self.trace_tol = check_positive(trace_tol, 'trace_tol')
+        self.step, self.max_rounds, self.sample, self.seed = step, None if max_rounds is None else int(max_rounds), sample, seed
+        self.n_starts, self.maxiter, self.exact_max, self.max_rank, self.verbose = int(n_starts), int(maxiter), int(exact_max), int(max_rank), verbose
 
-    def _directions(self, G, Gn, k, w, K):
-        "Patch directions D (A, 2n) over v for round data: G (A, 2n) the G_a, Gn their norms, k the rule."
-        unit = np.where(Gn[:, None] > 0, self.R1 * G / np.maximum(Gn, 1e-300)[:, None], 0.0)
+    def _directions(self, g, Gn, k, w):
+        "Patch directions in whitened coordinates (A, r) for round data: g (A, r) the G_a, Gn their norms, k the rule; and the step."
+        unit = np.where(Gn[:, None] > 0, self.R1 * g / np.maximum(Gn, 1e-300)[:, None], 0.0)
         if self.step == "theory": eta = self.eps / (2 * self.R1**2)
         else:
             Dhat = (w[:, None] * k).T @ k
-            denom = float(np.sum(Dhat * (unit @ K @ unit.T)))
-            eta = float(self.R1 * Gn.sum() / denom) if denom > 0 else 0.0
+            denom = float(np.sum(Dhat * (unit @ unit.T)))
+            eta = float(np.sum(g * unit) / denom) if denom > 0 else 0.0
         return eta * unit, eta
 
 # %% ../nbs/08_dimfreedecal.ipynb #e1a9217d
+def _progress(t, max_rounds, value, sq_loss, t0):
+    print(f"\rround {t:>4d}/{max_rounds}  audit value {value:.4g}  square loss {sq_loss:.5g}  {time.perf_counter() - t0:6.1f} s",
+          file=sys.stderr, flush=True)
+
 def _fit(self:DimFreeDeCal,
          pred:Embedding,     # base predictions p0(x_i) on the calibration sample
          Y,                  # (n, d) outcomes
@@ -122,105 +183,160 @@ def _fit(self:DimFreeDeCal,
     if Y.shape[1] != pred.dim: raise ValueError(f"Y: outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
     pred._check_kernel(k_)
     n, A = pred.n, self.n_actions
-    basis = _Basis(k_, pred, Y)
-    K = basis.K
-    L, to_v, captured = _factor(K, self.trace_tol, self.max_rank)
-    st = _State(basis.h(pred), pred.sq_norms(k_))
-    R2 = self.R2 if self.R2 is not None else float(np.sqrt(max(np.diag(K).max(), 0)))
-    st.project(R2)
-    bound = int(np.ceil(16 * self.R1**2 * R2**2 / self.eps**2))
-    max_rounds = bound if self.max_rounds is None else int(self.max_rounds)
-    if self.sample == "split":
-        if max_rounds < 1: raise ValueError("max_rounds: sample='split' needs max_rounds >= 1")
-        parts = np.array_split(np.random.default_rng(self.seed).permutation(n), max_rounds)
-        if min(len(p) for p in parts) < 2: raise ValueError(f"max_rounds: {max_rounds} parts of a sample of {n} leave fewer than 2 points per round")
     hold = None
     if holdout is not None:
         try: ph, Yh = holdout
         except (TypeError, ValueError): raise ValueError("holdout: expected a pair (pred_holdout, Y_holdout)") from None
         if not isinstance(ph, Embedding): raise ValueError(f"holdout: its first element must be an Embedding, got {ph!r}")
+        if ph.dim != pred.dim: raise ValueError(f"holdout: predictions on R^{ph.dim} but the sample's are on R^{pred.dim}")
         Yh = k_.check(Yh, 'holdout outcomes'); check_rows(ph.n, Yh, 'holdout outcomes', 'holdout predictions')
+        if Yh.shape[1] != pred.dim: raise ValueError(f"holdout: outcomes on R^{Yh.shape[1]} but the sample's are on R^{pred.dim}")
+    s0, kyy = pred.sq_norms(k_), k_.diag(Y)
+    R2 = self.R2 if self.R2 is not None else float(np.sqrt(max(kyy.max(), s0.max(), 0)))
+    bound = int(np.ceil(16 * self.R1**2 * R2**2 / self.eps**2))
+    max_rounds = bound if self.max_rounds is None else self.max_rounds
+    if self.sample == "split":
+        if max_rounds < 1: raise ValueError("max_rounds: sample='split' needs max_rounds >= 1")
+        parts = np.array_split(np.random.default_rng(self.seed).permutation(n), max_rounds)
+        if min(len(p) for p in parts) < 2: raise ValueError(f"max_rounds: {max_rounds} parts of a sample of {n} leave fewer than 2 points per round")
+    basis, captured = _make_basis(k_, pred, Y, self.exact_max, self.trace_tol, self.max_rank)
+    K = basis.K
+    to_u, _ = _whiten(K, self.trace_tol, self.max_rank)
+    st = _State(basis.h(pred), s0)
+    hy = basis.h_outcomes(Y)                               # <v_s, phi(y_i)>
+    py = pred.evaluate_paired(k_, Y)                       # p0(x_i)(y_i)
+    st.project(R2)
+    if holdout is not None:
         hold = _State(basis.h(ph), ph.sq_norms(k_)); hold.project(R2)
         hold_y = basis.h_outcomes(Yh)
     rng = np.random.default_rng(self.seed)
-    diagY = np.diag(K)[:n]
-    idx = np.arange(n)
     rounds, history, U_prev = [], [], None
     for t in range(max_rounds + 1):
         # square loss on the whole sample: ||p_i||^2 - 2 <p_i, phi(y_i)> + K(y_i, y_i)
-        sq_loss = float(np.mean(st.sq_norms() - 2 * (st.gamma * st.h[idx, idx] + st.q[idx, idx]) + diagY))
-        w = np.full(n, 1.0 / n)
-        if self.sample == "split" and t < max_rounds: w = np.zeros(n); w[parts[t]] = 1.0 / len(parts[t])
-        # coefficients over v of the predictions (Theta') and the residuals (Xi) on the sample
-        Th = st.theta.copy(); Th[idx, n + idx] += st.gamma
-        Xi = -Th; Xi[idx, idx] += 1.0
+        sq_loss = float(np.mean(st.sq_norms() - 2 * (st.gamma * py + np.einsum('im,im->i', st.theta, hy)) + kyy))
         rec = dict(round=t, square_loss=sq_loss)
         if t == max_rounds:
             rec.update(audit_value=None); history.append(rec); break
-        U, _ = _search(Th @ L, Xi @ L, w, self.beta, self.R1, A, self.n_starts, rng, self.maxiter, [] if U_prev is None else [U_prev])
+        w = np.full(n, 1.0 / n)
+        if self.sample == "split": w = np.zeros(n); w[parts[t]] = 1.0 / len(parts[t])
+        # whitened coordinates of the predictions (S) and of the residuals (T) on the sample
+        Pv = st.inner_v()
+        S, T = Pv @ to_u.T, (hy - Pv) @ to_u.T
+        U, _ = _search(S, T, w, self.beta, self.R1, A, self.n_starts, rng, self.maxiter, [] if U_prev is None else [U_prev])
         U_prev = U
-        C = U @ to_v                                       # l'_t as coefficients over v
+        C = U @ to_u                                       # l'_t as coefficients over v_S
         k = quantal_response(st.estimates(C), self.beta)
-        G = (w[:, None] * k).T @ Xi                        # G_a over v
-        Gn = np.sqrt(np.maximum(np.einsum('am,mk,ak->a', G, K, G), 0))
+        g = (w[:, None] * k).T @ T                         # G_a in whitened coordinates
+        Gn = np.linalg.norm(g, axis=1)
         value = float(self.R1 * Gn.sum())
         rec.update(audit_value=value)
         if hold is not None:
+            unit = np.where(Gn[:, None] > 0, self.R1 * g / np.maximum(Gn, 1e-300)[:, None], 0.0) @ to_u
             kh = quantal_response(hold.estimates(C), self.beta)
-            unit = np.where(Gn[:, None] > 0, self.R1 * G / np.maximum(Gn, 1e-300)[:, None], 0.0)
             gh = np.einsum('ia,ia->i', kh, hold_y @ unit.T - hold.estimates(unit))
-            rec.update(holdout_value=float(gh.mean()), holdout_se=float(gh.std(ddof=1) / np.sqrt(len(gh))))
+            rec.update(holdout_value=float(gh.mean()), holdout_se=float(gh.std(ddof=1) / np.sqrt(len(gh))) if len(gh) > 1 else float('inf'))
         history.append(rec)
-        if self.verbose: print(f"round {t}: audit value {value:.4g}, square loss {sq_loss:.4g}", file=sys.stderr)
+        if self.verbose: _progress(t, max_rounds, value, sq_loss, t0)
         if value <= 0.75 * self.eps: break
-        D, eta = self._directions(G, Gn, k, w, K)
+        Du, eta = self._directions(g, Gn, k, w)
+        D = Du @ to_u
         KD = D @ K
         rounds.append(dict(C=C, D=D, KD=KD, eta=eta))
         st.patch(k, D, KD); st.project(R2)
         if hold is not None:
             hold.patch(quantal_response(hold.estimates(C), self.beta), D, KD); hold.project(R2)
     self.basis_, self.rounds_, self.history_, self.R2_, self.round_bound_ = basis, rounds, history, R2, bound
-    self.captured_trace_, self.seconds_ = captured, time.perf_counter() - t0
+    self.captured_trace_, self.rank_, self.seconds_ = captured, to_u.shape[0], time.perf_counter() - t0
     return self
 DimFreeDeCal.fit = _fit
 
 # %% ../nbs/08_dimfreedecal.ipynb #662d0c8d
-def _replay(self:DimFreeDeCal, pred:Embedding) -> _State:
-    "The state of `pred` after all fitted rounds."
+def _stacked(self:DimFreeDeCal) -> dict:
+    "Per-round quantities stacked over rounds, computed once: C, D (T A, m), and the (T A, T A) blocks D K C^T and D K D^T."
+    if getattr(self, '_stack_cache', None) is None or self._stack_cache[0] is not self.rounds_:
+        m, A = self.basis_.m, self.n_actions
+        C = np.vstack([r['C'] for r in self.rounds_]) if self.rounds_ else np.zeros((0, m))
+        D = np.vstack([r['D'] for r in self.rounds_]) if self.rounds_ else np.zeros((0, m))
+        KD = np.vstack([r['KD'] for r in self.rounds_]) if self.rounds_ else np.zeros((0, m))
+        self._stack_cache = (self.rounds_, dict(C=C, D=D, BC=KD @ C.T, GD=KD @ D.T))
+    return self._stack_cache[1]
+
+def _replay(self:DimFreeDeCal, pred:Embedding) -> tuple:
+    """The state of `pred` after all fitted rounds, as p(x) = c(x) q(x), q(x) = p0(x) + sum_t a_t(x) . d_t: returns c (N,), a (N, T A) and ||q(x)||^2.
+    Per round only an (N, t A) x (t A, 2 A) product: the inner products the loop needs come from h D^T, h C^T and the stacked blocks."""
+    S, A, beta, R2 = self._stacked(), self.n_actions, self.beta, self.R2_
+    h = self.basis_.h(pred)
+    HC, HD = h @ S['C'].T, h @ S['D'].T
+    BG = np.concatenate([S['BC'][:, :, None], S['GD'][:, :, None]], axis=2)   # (T A, T A, 2)
+    N, TA = len(h), S['C'].shape[0]
+    a = np.zeros((N, TA))
+    n2 = pred.sq_norms(self.kernel)                   # ||p0(x) + sum_t a_t . d_t||^2, updated in place
+    c = np.minimum(1.0, R2 / np.sqrt(np.maximum(n2, 1e-300)))
+    for t0 in range(0, TA, A):
+        sl = slice(t0, t0 + A)
+        if t0:
+            M = a[:, :t0] @ BG[:t0, sl].reshape(t0, 2 * A)
+            e, qd = HC[:, sl] + M[:, 0::2], HD[:, sl] + M[:, 1::2]
+        else: e, qd = HC[:, sl], HD[:, sl]
+        k = quantal_response(c[:, None] * e, beta)     # the rule's decisions on p(x) = c q(x)
+        kk = k / c[:, None]
+        n2 = n2 + 2 * np.einsum('ia,ia->i', kk, qd) + np.einsum('ia,ab,ib->i', kk, S['GD'][sl, sl], kk)
+        a[:, sl] = kk
+        c = np.minimum(c, R2 / np.sqrt(np.maximum(n2, 1e-300)))    # projection onto the ball of radius R2
+    return c, a, n2
+
+def _check_fitted(self, pred):
     if not hasattr(self, 'rounds_'): raise ValueError("the calibrator is not fitted: call fit first")
     if not isinstance(pred, Embedding): raise ValueError(f"pred: expected an Embedding, got {pred!r}")
-    if pred.dim != self.basis_.pred0.dim: raise ValueError(f"pred: predictions on R^{pred.dim}, the calibrator was fitted on R^{self.basis_.pred0.dim}")
+    if pred.dim != self.basis_.P.dim: raise ValueError(f"pred: predictions on R^{pred.dim}, the calibrator was fitted on R^{self.basis_.P.dim}")
     pred._check_kernel(self.kernel)
-    st = _State(self.basis_.h(pred), pred.sq_norms(self.kernel))
-    st.project(self.R2_)
-    for r in self.rounds_:
-        st.patch(quantal_response(st.estimates(r['C']), self.beta), r['D'], r['KD'])
-        st.project(self.R2_)
-    return st
 
 def _transform(self:DimFreeDeCal, pred:Embedding) -> Embedding:
     "Calibrated predictions for new base predictions `pred` (same kind as the fitted ones), in batches."
-    if not hasattr(self, 'rounds_'): raise ValueError("the calibrator is not fitted: call fit first")
-    if not isinstance(pred, Embedding): raise ValueError(f"pred: expected an Embedding, got {pred!r}")
-    b, n = self.basis_, self.basis_.n
-    p0 = b.pred0
-    own_w = (p0.gamma[:, None] * p0.W).reshape(-1)                            # weight of each own atom of p0 in v
-    own_row = np.repeat(np.arange(n), p0.Z.shape[1])                          # ... and which p0(x_i) it belongs to
-    V = np.vstack([pred.V, b.Y, p0.Z.reshape(-1, p0.dim), p0.V])
+    self._check_fitted(pred)
+    b, S = self.basis_, self._stacked()
+    atoms, _ = b.expand(np.zeros((0, b.m)))
+    V = np.vstack([pred.V, atoms])
     theta = np.empty((pred.n, len(V)))
     gamma = np.empty(pred.n)
-    step = max(1, int(kernels.MEMORY_BUDGET // (8 * 4 * (2 * n + len(V)))))
+    TA = S['C'].shape[0]
+    step = max(1, int(kernels.MEMORY_BUDGET // (8 * (3 * b.m + 4 * TA + len(V)))))
     for i0 in range(0, pred.n, step):
         part = pred[i0:i0 + step]
-        st = self._replay(part)
-        theta[i0:i0 + step] = np.hstack([st.gamma[:, None] * part.theta, st.theta[:, :n],
-                                         st.theta[:, n:][:, own_row] * own_w, st.theta[:, n:] @ p0.theta])
-        gamma[i0:i0 + step] = st.gamma
+        c, a, _ = self._replay(part)
+        _, coef = b.expand(c[:, None] * (a @ S['D']))
+        theta[i0:i0 + step] = np.hstack([c[:, None] * part.theta, coef])
+        gamma[i0:i0 + step] = c
     return Embedding(pred.Z, pred.W, V, theta, gamma)
-DimFreeDeCal._replay, DimFreeDeCal.transform = _replay, _transform
+
+def _square_loss(self:DimFreeDeCal,
+                 pred:Embedding,  # base predictions p0(x_i)
+                 Y,               # (N, d) outcomes
+                ) -> float:
+    "E_hat ||p(x) - phi(y)||^2 of the calibrated predictions, without building them (cheaper than `transform(pred).sq_error(...)`)."
+    self._check_fitted(pred)
+    Y = self.kernel.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
+    if Y.shape[1] != pred.dim: raise ValueError(f"Y: outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
+    b, S, total = self.basis_, self._stacked(), 0.0
+    step = max(1, int(kernels.MEMORY_BUDGET // (8 * (4 * b.m + 4 * S['C'].shape[0]))))
+    for i0 in range(0, pred.n, step):
+        part, Yp = pred[i0:i0 + step], Y[i0:i0 + step]
+        c, a, n2 = self._replay(part)
+        qy = part.evaluate_paired(self.kernel, Yp) + np.einsum('im,im->i', a @ S['D'], b.h_outcomes(Yp))   # <q(x), phi(y)>
+        total += float(np.sum(c**2 * n2 - 2 * c * qy + self.kernel.diag(Yp)))
+    return total / pred.n
+
+def _rule_loss(self:DimFreeDeCal, t:int) -> Loss:
+    "The auditor's rule loss l'_t of round t (whose quantal response drives the patch), as a `Loss`."
+    if not hasattr(self, 'rounds_'): raise ValueError("the calibrator is not fitted: call fit first")
+    if not 0 <= t < len(self.rounds_): raise ValueError(f"t: must lie in 0..{len(self.rounds_) - 1}, got {t!r}")
+    atoms, coef = self.basis_.expand(self.rounds_[t]['C'])
+    return Loss(self.kernel, atoms, coef, f"rule loss of round {t}")
+DimFreeDeCal._stacked, DimFreeDeCal._replay, DimFreeDeCal._check_fitted = _stacked, _replay, _check_fitted
+DimFreeDeCal.transform, DimFreeDeCal.square_loss, DimFreeDeCal.rule_loss = _transform, _square_loss, _rule_loss
 
 # %% ../nbs/08_dimfreedecal.ipynb #1d831c29
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2   # 2: basis = a subset of the generalized atoms (rank_, exact_max); files of version 1 are refused
 _CALIBRATORS = {}   # class name -> class, for load_calibrator
 
 def _kernel_spec(kernel):
@@ -236,14 +352,14 @@ def _kernel_from_spec(name, p):
     if name not in makers: raise ValueError(f"unknown kernel {name!r} in the file")
     return makers[name](p)
 
-_PARAMS = ('n_actions', 'beta', 'R1', 'R2', 'eps', 'step', 'max_rounds', 'sample', 'seed', 'n_starts', 'maxiter', 'trace_tol', 'max_rank')
+_PARAMS = ('n_actions', 'beta', 'R1', 'R2', 'eps', 'step', 'max_rounds', 'sample', 'seed', 'n_starts', 'maxiter', 'exact_max', 'trace_tol', 'max_rank')
 
 def _save(self:DimFreeDeCal, path):
     "Save the fitted calibrator to `path` (.npz)."
     if not hasattr(self, 'rounds_'): raise ValueError("the calibrator is not fitted: call fit first")
     kname, kp = _kernel_spec(self.kernel)
-    b, p0, T = self.basis_, self.basis_.pred0, len(self.rounds_)
-    M, A = b.K.shape[0], self.n_actions
+    b, p0, T = self.basis_, self.basis_.P, len(self.rounds_)
+    M, A = b.m, self.n_actions
     stack = lambda key: np.stack([r[key] for r in self.rounds_]) if T else np.zeros((0, A, M))
     hist = {k: np.array([np.nan if h.get(k) is None else h[k] for h in self.history_], float)
             for k in ('round', 'square_loss', 'audit_value', 'holdout_value', 'holdout_se')}
@@ -253,7 +369,7 @@ def _save(self:DimFreeDeCal, path):
              extra=np.array(repr(self._extra_params())),
              Y=b.Y, K=b.K, Z=p0.Z, W=p0.W, V=p0.V, theta=p0.theta, gamma=p0.gamma,
              C=stack('C'), D=stack('D'), KD=stack('KD'), eta=np.array([r['eta'] for r in self.rounds_], float),
-             R2_=np.array(self.R2_), round_bound_=np.array(self.round_bound_), captured_trace_=np.array(self.captured_trace_),
+             R2_=np.array(self.R2_), round_bound_=np.array(self.round_bound_), captured_trace_=np.array(self.captured_trace_), rank_=np.array(self.rank_),
              **{'hist_' + k: v for k, v in hist.items()})
 
 def _extra_params(self:DimFreeDeCal) -> dict: return {}
@@ -262,7 +378,7 @@ _CALIBRATORS['DimFreeDeCal'] = DimFreeDeCal
 
 def load_calibrator(path) -> DimFreeDeCal:
     "Load a calibrator saved with `.save(path)`."
-    import ast, zipfile
+    import ast, zipfile, zlib
     try: f = np.load(path, allow_pickle=False)
     except FileNotFoundError: raise ValueError(f"path: no such file {str(path)!r}") from None
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e: raise ValueError(f"path: {str(path)!r} is not a deccal calibrator file ({e})") from None
@@ -278,16 +394,17 @@ def load_calibrator(path) -> DimFreeDeCal:
             kernel = _kernel_from_spec(str(f['kernel_name']), f['kernel_params'])
             params = ast.literal_eval(str(f['params'])); extra = ast.literal_eval(str(f['extra']))
             obj = cls(kernel=kernel, **params, **extra)
-            basis = _Basis.__new__(_Basis)
-            basis.kernel, basis.Y, basis.K = kernel, f['Y'], f['K']
-            basis.pred0 = Embedding(f['Z'], f['W'], f['V'], f['theta'], f['gamma'])
-            basis.n = basis.pred0.n
-            obj.basis_ = basis
+            obj.basis_ = _Basis(kernel, f['Y'], Embedding(f['Z'], f['W'], f['V'], f['theta'], f['gamma']), K=f['K'])
             obj.rounds_ = [dict(C=c, D=d, KD=kd, eta=float(e)) for c, d, kd, e in zip(f['C'], f['D'], f['KD'], f['eta'])]
             keys = ('round', 'square_loss', 'audit_value', 'holdout_value', 'holdout_se')
             cols = [f['hist_' + k] for k in keys]
             obj.history_ = [{k: (None if np.isnan(v) else (int(v) if k == 'round' else float(v))) for k, v in zip(keys, row)
                              if not (k.startswith('holdout') and np.isnan(v))} for row in zip(*cols)]
-            obj.R2_, obj.round_bound_, obj.captured_trace_ = float(f['R2_']), int(f['round_bound_']), float(f['captured_trace_'])
+            obj.R2_, obj.round_bound_, obj.captured_trace_, obj.rank_ = float(f['R2_']), int(f['round_bound_']), float(f['captured_trace_']), int(f['rank_'])
         except KeyError as e: raise ValueError(f"path: {str(path)!r} is not a deccal calibrator file (missing {e})") from None
+        except ValueError as e:
+            if str(e).startswith('path:'): raise
+            raise ValueError(f"path: {str(path)!r} is not a deccal calibrator file or is corrupted ({e})") from None
+        except (zipfile.BadZipFile, OSError, EOFError, zlib.error, SyntaxError, TypeError) as e:
+            raise ValueError(f"path: {str(path)!r} is not a deccal calibrator file or is corrupted ({type(e).__name__}: {e})") from None
     return obj

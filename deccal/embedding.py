@@ -161,7 +161,7 @@ def _sq_norms(self:Embedding, kernel:Kernel) -> np.ndarray:
     out = np.zeros(n)
     if self.V.shape[0]:
         KV = kernel.gram(self.V)
-        out += np.einsum('im,mk,ik->i', self.theta, KV, self.theta)
+        out += ((self.theta @ KV) * self.theta).sum(1)   # one BLAS product: O(n M^2 / cores), not a triple loop
     if B:
         for i0, i1 in _row_blocks(n, 8.0 * B * (B * (2 * d + 1) + self.V.shape[0])):
             Zb, m = self.Z[i0:i1], i1 - i0

@@ -16,21 +16,23 @@ class ZhaoDeCal(DimFreeDeCal):
     def __init__(self, kernel=None, n_actions:int=2, beta:float=10.0, R1:float=1.0, R2:float=None, eps:float=0.05,
                  regularizer:float=1.0,  # lambda; 1 as in the paper, 0 is the unregularized original
                  max_rounds:int=None, sample:str="reuse", seed:int=0, n_starts:int=2, maxiter:int=100,
-                 trace_tol:float=1e-8, max_rank:int=400, verbose:bool=False, step:str="theory"):
+                 exact_max:int=500, trace_tol:float=1e-8, max_rank:int=300, verbose:bool=False, step:str="theory"):
         super().__init__(kernel=kernel, n_actions=n_actions, beta=beta, R1=R1, R2=R2, eps=eps, step=step, max_rounds=max_rounds,
-                         sample=sample, seed=seed, n_starts=n_starts, maxiter=maxiter, trace_tol=trace_tol, max_rank=max_rank, verbose=verbose)
-        r = float(regularizer)
+                         sample=sample, seed=seed, n_starts=n_starts, maxiter=maxiter, exact_max=exact_max, trace_tol=trace_tol, max_rank=max_rank, verbose=verbose)
+        try: r = float(regularizer)
+        except (TypeError, ValueError): raise ValueError(f"regularizer: expected a number >= 0, got {regularizer!r}") from None
         if not (np.isfinite(r) and r >= 0): raise ValueError(f"regularizer: must be a finite number >= 0, got {regularizer!r}")
         self.regularizer = r
 
-    def _directions(self, G, Gn, k, w, K):
+    def _directions(self, g, Gn, k, w):
+        "The patch G^T (D_hat + regularizer I)^{-1} k(x): directions d_b = sum_a [(D_hat + regularizer I)^{-1}]_ab G_a, in whitened coordinates."
         Dhat = (w[:, None] * k).T @ k
         M = Dhat + self.regularizer * np.eye(len(Dhat))
         ev = np.linalg.eigvalsh(M)
         if ev.min() <= 1e-12 * max(ev.max(), 1e-300):
             raise ValueError(f"regularizer: D_hat + {self.regularizer:g} I is singular (smallest eigenvalue {ev.min():.3g}): some action is "
                              "(almost) never chosen by the audited rule; the unregularized patch is undefined. Use regularizer > 0 (the paper uses 1).")
-        return np.linalg.solve(M, G), 1.0
+        return np.linalg.solve(M, g), 1.0
 
     def _extra_params(self): return dict(regularizer=self.regularizer)
 
