@@ -116,11 +116,24 @@ def _evaluate(self:Embedding, kernel:Kernel,
     self._check_kernel(kernel)
     U = kernel.check(U, 'U')
     n, B, d = self.Z.shape
-    out = self.theta @ kernel.gram(self.V, U) if self.V.shape[0] else np.zeros((n, len(U)))
+    out = self.theta @ kernel.gram(self.V, U) if self.V.shape[0] else None
     if B:
-        for i0, i1 in _row_blocks(n, 8.0 * B * len(U)):
-            K = kernel.gram(self.Z[i0:i1].reshape(-1, d), U).reshape(i1 - i0, B, -1)
-            out[i0:i1] += self.gamma[i0:i1, None] * np.einsum('ib,ibm->im', self.W[i0:i1], K)
+        # the own atoms' part is written into the kernel block itself: no zero-filled (n, m) array and no
+        # temporaries of that size, whose first touch (page faults) costs more than the kernel evaluations
+        gw = self.gamma[:, None] * self.W
+        rows = _row_blocks(n, 8.0 * B * len(U))
+        for i0, i1 in rows:
+            K = kernel.gram(self.Z[i0:i1].reshape(-1, d), U)
+            if B == 1: K *= gw[i0:i1]; own = K
+            else: own = np.einsum('ib,ibm->im', gw[i0:i1], K.reshape(i1 - i0, B, -1))
+            if out is not None: out[i0:i1] += own
+            elif len(rows) == 1: out = own
+            else:
+                out = np.empty((n, len(U))); out[i0:i1] = own
+                for j0, j1 in rows[1:]:
+                    K = kernel.gram(self.Z[j0:j1].reshape(-1, d), U)
+                    out[j0:j1] = K * gw[j0:j1] if B == 1 else np.einsum('ib,ibm->im', gw[j0:j1], K.reshape(j1 - j0, B, -1))
+                break
     return out
 
 def _evaluate_paired(self:Embedding, kernel:Kernel,
@@ -146,12 +159,28 @@ def _inner(self:Embedding, kernel:Kernel,
     q = self if other is None else other
     if not isinstance(q, Embedding): raise ValueError(f"other: expected an Embedding, got {other!r}")
     if q.dim != self.dim: raise ValueError(f"other: predictions on R^{q.dim}, these are on R^{self.dim}")
+    self._check_kernel(kernel); q._check_kernel(kernel)
     n, B, d = self.Z.shape
-    out = self.theta @ q.evaluate(kernel, self.V).T if self.V.shape[0] else np.zeros((n, q.n))
+    out = self.theta @ q.evaluate(kernel, self.V).T if self.V.shape[0] else np.zeros((n, q.n)) if not B else None
     if B:
-        for i0, i1 in _row_blocks(n, 8.0 * B * q.n * max(q.Z.shape[1], 1)):
-            E = q.evaluate(kernel, self.Z[i0:i1].reshape(-1, d)).reshape(q.n, i1 - i0, B)
-            out[i0:i1] += self.gamma[i0:i1, None] * np.einsum('ib,jib->ij', self.W[i0:i1], E)
+        # own atoms of p against q: K(z_ib, z'_jc) weighted on both sides, plus q's shared atoms through theta';
+        # computed row block by row block, each written once, in the layout of the output (no transposes)
+        gw, qB = self.gamma[:, None] * self.W, q.Z.shape[1]
+        qgw, qZ = q.gamma[:, None] * q.W, q.Z.reshape(-1, d)
+        rows = _row_blocks(n, 8.0 * B * (q.n * max(qB, 1) + q.V.shape[0]))
+        if out is None: out = np.empty((n, q.n))
+        for i0, i1 in rows:
+            Zi, m = self.Z[i0:i1].reshape(-1, d), i1 - i0
+            part = None
+            if qB:
+                G = kernel.gram(Zi, qZ)
+                if B == 1 and qB == 1: G *= gw[i0:i1]; G *= qgw[:, 0]; part = G
+                else: part = np.einsum('ib,ibjc,jc->ij', gw[i0:i1], G.reshape(m, B, q.n, qB), qgw, optimize=True)
+            if q.V.shape[0]:
+                S = np.einsum('ib,ibm->im', gw[i0:i1], kernel.gram(Zi, q.V).reshape(m, B, -1)) @ q.theta.T
+                part = S if part is None else part + S
+            if self.V.shape[0]: out[i0:i1] += part
+            else: out[i0:i1] = part
     return out
 
 def _sq_norms(self:Embedding, kernel:Kernel) -> np.ndarray:
