@@ -230,14 +230,22 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
     res.info['seconds'] = time.perf_counter() - t0
     return res
 
-def _remeasure(res, holdout, kernel, Y, pred, delta, R2):
-    "Re-measure the witnessed pair on held-out data, with a Hoeffding and a normal interval."
+def _check_holdout(holdout,        # the `holdout=` argument: a pair (pred_holdout, Y_holdout)
+                   kernel:Kernel,  # the kernel its outcomes must suit
+                   dim:int,        # the dimension of the sample's outcomes
+                  ) -> tuple:      # (pred_holdout, Y_holdout), checked
+    "Check a held-out pair of predictions and outcomes against the sample it goes with."
     try: ph, Yh = holdout
     except (TypeError, ValueError): raise ValueError("holdout: expected a pair (pred_holdout, Y_holdout)") from None
     if not isinstance(ph, Embedding): raise ValueError(f"holdout: its first element must be an Embedding, got {ph!r}")
-    if ph.dim != pred.dim: raise ValueError(f"holdout: predictions on R^{ph.dim} but the audit sample's are on R^{pred.dim}")
+    if ph.dim != dim: raise ValueError(f"holdout: predictions on R^{ph.dim} but the sample's are on R^{dim}")
     Yh = kernel.check(Yh, 'holdout outcomes'); check_rows(ph.n, Yh, 'holdout outcomes', 'holdout predictions')
-    if Yh.shape[1] != pred.dim: raise ValueError(f"holdout: outcomes on R^{Yh.shape[1]} but the audit sample's are on R^{pred.dim}")
+    if Yh.shape[1] != dim: raise ValueError(f"holdout: outcomes on R^{Yh.shape[1]} but the sample's are on R^{dim}")
+    return ph, Yh
+
+def _remeasure(res, holdout, kernel, Y, pred, delta, R2):
+    "Re-measure the witnessed pair on held-out data, with a Hoeffding and a normal interval."
+    ph, Yh = _check_holdout(holdout, kernel, pred.dim)
     g = gap_function(ph, Yh, res.loss, res.rule_loss, res.beta)
     m = len(g)
     if R2 is None:

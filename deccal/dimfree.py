@@ -13,7 +13,7 @@ from .kernels import Kernel
 from .embedding import Embedding
 from .losses import Loss
 from .decisions import quantal_response
-from .audit import _search, _rank_by_trace
+from .audit import _search, _rank_by_trace, _check_holdout
 
 # %% auto #0
 __all__ = ['FORMAT_VERSION', 'DimFreeDeCal', 'load_calibrator']
@@ -185,12 +185,7 @@ def _fit(self:DimFreeDeCal,
     n, A = pred.n, self.n_actions
     hold = None
     if holdout is not None:
-        try: ph, Yh = holdout
-        except (TypeError, ValueError): raise ValueError("holdout: expected a pair (pred_holdout, Y_holdout)") from None
-        if not isinstance(ph, Embedding): raise ValueError(f"holdout: its first element must be an Embedding, got {ph!r}")
-        if ph.dim != pred.dim: raise ValueError(f"holdout: predictions on R^{ph.dim} but the sample's are on R^{pred.dim}")
-        Yh = k_.check(Yh, 'holdout outcomes'); check_rows(ph.n, Yh, 'holdout outcomes', 'holdout predictions')
-        if Yh.shape[1] != pred.dim: raise ValueError(f"holdout: outcomes on R^{Yh.shape[1]} but the sample's are on R^{pred.dim}")
+        ph, Yh = _check_holdout(holdout, k_, pred.dim)
     s0, kyy = pred.sq_norms(k_), k_.diag(Y)
     R2 = self.R2 if self.R2 is not None else float(np.sqrt(max(kyy.max(), s0.max(), 0)))
     bound = int(np.ceil(16 * self.R1**2 * R2**2 / self.eps**2))

@@ -266,29 +266,28 @@ def binary_decce(P,                   # (n, d) predictions p(x_i)
     return HalfspaceDecCE(value, positive, r, upper, method, n_cand)
 
 # %% ../nbs/05_lower_bound.ipynb #e5336eb1
-def halfspace_gap(P, Y,            # (n, d) predictions and outcomes
-                  r,               # (d,) a direction
-                  weights=None,    # (n,) weights (default 1/n)
-                 ) -> float:
-    "||E(y-p)1(<r,p> > 0)|| + ||E(y-p)1(<r,p> <= 0)||: the equivalent-form lemma's objective at one r."
+def _split_residuals(P, Y, r, weights):
+    "Checked inputs, and the weighted residual sums G_- (<r, p> <= 0) and G_+ (<r, p> > 0) of the split by r."
     P = as_points(P, 'P'); Y = as_points(Y, 'Y', d=P.shape[1]); check_rows(len(P), Y, 'Y', 'P')
     r = check_array(r, 'r', ndim=1)
     if r.shape != (P.shape[1],): raise ValueError(f"r: expected a vector of length {P.shape[1]}, got shape {r.shape}")
     E = _weights(weights, len(P))[:, None] * (Y - P)
     pos = P @ r > 0
-    return float(np.linalg.norm(E[pos].sum(0)) + np.linalg.norm(E[~pos].sum(0)))
+    return P, r, np.stack([E[~pos].sum(0), E[pos].sum(0)])
+
+def halfspace_gap(P, Y,            # (n, d) predictions and outcomes
+                  r,               # (d,) a direction
+                  weights=None,    # (n,) weights (default 1/n)
+                 ) -> float:
+    "||E(y-p)1(<r,p> > 0)|| + ||E(y-p)1(<r,p> <= 0)||: the equivalent-form lemma's objective at one r."
+    return float(np.linalg.norm(_split_residuals(P, Y, r, weights)[2], axis=1).sum())
 
 def witness_losses(P, Y,           # (n, d) predictions and outcomes
                    r,              # (d,) the direction of the split
                    weights=None,   # (n,) weights (default 1/n)
                   ) -> tuple:      # (loss, rule_loss): linear losses with ||r_l(a)|| <= 1
     "The pair (l, l') whose decision calibration error is `halfspace_gap(P, Y, r)`: l' splits by r, l is the Cauchy-Schwarz best."
-    P = as_points(P, 'P'); Y = as_points(Y, 'Y', d=P.shape[1]); check_rows(len(P), Y, 'Y', 'P')
-    r = check_array(r, 'r', ndim=1)
-    if r.shape != (P.shape[1],): raise ValueError(f"r: expected a vector of length {P.shape[1]}, got shape {r.shape}")
-    E = _weights(weights, len(P))[:, None] * (Y - P)
-    pos = P @ r > 0
-    G = np.stack([E[~pos].sum(0), E[pos].sum(0)])        # action 0 where <r, p> <= 0, action 1 where > 0
+    P, r, G = _split_residuals(P, Y, r, weights)   # action 0 where <r, p> <= 0, action 1 where > 0
     nG = np.linalg.norm(G, axis=1, keepdims=True)
     L = np.where(nG > 0, G / np.where(nG > 0, nG, 1.0), 0.0)
     nr = np.linalg.norm(r)
