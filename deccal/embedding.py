@@ -122,18 +122,14 @@ def _evaluate(self:Embedding, kernel:Kernel,
         # temporaries of that size, whose first touch (page faults) costs more than the kernel evaluations
         gw = self.gamma[:, None] * self.W
         rows = _row_blocks(n, 8.0 * B * len(U))
+        if out is None and len(rows) > 1: out = np.empty((n, len(U)))   # every row is written below
         for i0, i1 in rows:
             K = kernel.gram(self.Z[i0:i1].reshape(-1, d), U)
             if B == 1: K *= gw[i0:i1]; own = K
             else: own = np.einsum('ib,ibm->im', gw[i0:i1], K.reshape(i1 - i0, B, -1))
-            if out is not None: out[i0:i1] += own
-            elif len(rows) == 1: out = own
-            else:
-                out = np.empty((n, len(U))); out[i0:i1] = own
-                for j0, j1 in rows[1:]:
-                    K = kernel.gram(self.Z[j0:j1].reshape(-1, d), U)
-                    out[j0:j1] = K * gw[j0:j1] if B == 1 else np.einsum('ib,ibm->im', gw[j0:j1], K.reshape(j1 - j0, B, -1))
-                break
+            if out is None: out = own                                     # one block, no shared atoms
+            elif self.V.shape[0]: out[i0:i1] += own
+            else: out[i0:i1] = own
     return out
 
 def _evaluate_paired(self:Embedding, kernel:Kernel,
@@ -161,7 +157,7 @@ def _inner(self:Embedding, kernel:Kernel,
     if q.dim != self.dim: raise ValueError(f"other: predictions on R^{q.dim}, these are on R^{self.dim}")
     self._check_kernel(kernel); q._check_kernel(kernel)
     n, B, d = self.Z.shape
-    out = self.theta @ q.evaluate(kernel, self.V).T if self.V.shape[0] else np.zeros((n, q.n)) if not B else None
+    out = self.theta @ q.evaluate(kernel, self.V).T if self.V.shape[0] else None   # B > 0 then: a prediction has an atom
     if B:
         # own atoms of p against q: K(z_ib, z'_jc) weighted on both sides, plus q's shared atoms through theta';
         # computed row block by row block, each written once, in the layout of the output (no transposes)
