@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg, scipy.optimize
 from . import kernels
-from .checks import check_positive, check_rows, as_points
+from .checks import check_positive, check_rows, as_points, Progress
 from .kernels import Kernel
 from .losses import Loss
 from .embedding import Embedding
@@ -118,8 +118,8 @@ def _u_to_v(U, R1):
     nrm = np.minimum(nrm, R1 * (1 - 1e-9))
     return U / np.sqrt(np.maximum(R1**2 - nrm**2, 1e-300))
 
-def _search(SP, SR, w, beta, R1, A, n_starts, rng, maxiter, inits=()):
-    "Multi-start L-BFGS; returns the best U (A, rank_P) and the values reached from each start."
+def _search(SP, SR, w, beta, R1, A, n_starts, rng, maxiter, inits=(), on_start=None):
+    "Multi-start L-BFGS; returns the best U (A, rank_P) and the values reached from each start (on_start(k, best) after the k-th)."
     r = SP.shape[1]
     starts = [np.asarray(U, float) for U in inits]
     for _ in range(n_starts):
@@ -134,6 +134,7 @@ def _search(SP, SR, w, beta, R1, A, n_starts, rng, maxiter, inits=()):
         J = -res.fun
         values.append(float(J))
         if J > bestJ: best, bestJ = R1 * V / np.sqrt(1 + (V * V).sum(1))[:, None], J
+        if on_start is not None: on_start(len(values), bestJ)
     return best, values
 
 # %% ../nbs/06_audit.ipynb #a697f0ed
@@ -200,6 +201,7 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
           R2:float=None,         # bound on ||phi(y)|| and ||p(x)|| for the Hoeffding interval (default: from the data)
           weights=None,          # (n,) sample weights (default 1/n); signed weights audit a difference of samples
           inits=(),              # extra starts: arrays U (n_actions, rank_P) in whitened coordinates
+          progress:bool=False,   # show a progress bar on stderr (the Gram factors, then one step per start)
          ) -> AuditResult:
     "ERM auditor: maximize the empirical decision calibration error over (l, l') in the RKHS ball of radius R1."
     t0 = time.perf_counter()
@@ -218,16 +220,22 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
     n, A = pred.n, int(n_actions)
     w = np.full(n, 1.0 / n) if weights is None else np.asarray(weights, float)
     if w.shape != (n,) or not np.all(np.isfinite(w)): raise ValueError(f"weights: expected {n} finite numbers")
+    if holdout is not None: _check_holdout(holdout, kernel, pred.dim)     # bad held-out data fails before the search
     rng = np.random.default_rng(seed)
+    pb = Progress(len(inits) + n_starts, 'audit', enabled=progress, log_every=5.0)
+    pb.update(0, f'factoring the Gram matrices of {n} predictions and outcomes')
     grams = _Grams(kernel, pred, Y)
     (SP, lamP), (SR, _), info = _factors(grams, exact_max, trace_tol, max_rank, rng)
-    U, values = _search(SP, SR, w, beta, R1, A, n_starts, rng, maxiter, inits)
+    pb.update(0, f'searching (ranks {info.get("rank_P")}, {info.get("rank_R")})')
+    U, values = _search(SP, SR, w, beta, R1, A, n_starts, rng, maxiter, inits,
+                        on_start=lambda k, J: pb.update(k, f'starts done, best value {J:.4g}'))
     C = SP @ (U.T / np.maximum(lamP, 1e-300)[:, None])   # coefficients over the predictions: P C = S_P U^T
     value, Gn, loss, rule = _witnesses(kernel, pred, Y, w, C, beta, R1, grams)
     info.update(start_values=values, search_value=max(values), seconds=time.perf_counter() - t0)
     res = AuditResult(value, loss, rule, Gn, beta, R1, n, info)
     if holdout is not None: _remeasure(res, holdout, kernel, Y, pred, delta, R2)
     res.info['seconds'] = time.perf_counter() - t0
+    pb.close(f'value {value:.4g}' + (f', held out {res.holdout_value:.4g}' if holdout is not None else ''))
     return res
 
 def _check_holdout(holdout,        # the `holdout=` argument: a pair (pred_holdout, Y_holdout)

@@ -133,7 +133,8 @@ def cmd_audit(a) -> dict:
     k = make_kernel(a.kernel, a.gamma, a.degree, a.c)
     pred, Y = read_predictions(a.pred, a.kind, a.classes), read_array(a.y, '--y')
     hold = _holdout(a)
-    res = audit(pred, Y, kernel=k, n_actions=a.actions, beta=a.beta, R1=a.R1, seed=a.seed, holdout=hold, delta=a.delta)
+    res = audit(pred, Y, kernel=k, n_actions=a.actions, beta=a.beta, R1=a.R1, seed=a.seed, holdout=hold, delta=a.delta,
+                progress=not a.quiet)
     print(res)
     rep = dict(command='audit', kernel=repr(k), actions=a.actions, beta=a.beta, R1=a.R1, audit=_audit_summary(res))
     if a.report: _write_json(a.report, rep); print(f"wrote {a.report}")
@@ -186,9 +187,9 @@ def demo_data(n:int=4000,     # number of contexts
     return S, Y
 
 # %% ../nbs/90_cli.ipynb #3f65671f
-def _evaluate(name, pred, Y, types, beta, kernel, R1, n_actions, seed, audit_set):
+def _evaluate(name, pred, Y, types, beta, kernel, R1, n_actions, seed, audit_set, progress=False):
     "Held-out figures of one predictor: audit (witness found on `audit_set`, re-measured on (pred, Y)), square loss, consumer types."
-    res = audit(*audit_set, kernel=kernel, n_actions=n_actions, beta=beta, R1=R1, seed=seed, holdout=(pred, Y))
+    res = audit(*audit_set, kernel=kernel, n_actions=n_actions, beta=beta, R1=R1, seed=seed, holdout=(pred, Y), progress=progress)
     pairs = [(i, j, abs(float(gap_function(pred, Y, l, lp, beta).mean())), no_type_regret(pred, Y, l, lp, beta))
              for i, l in enumerate(types) for j, lp in enumerate(types)]
     return dict(name=name, audit=_audit_summary(res), square_loss=float(pred.sq_error(kernel, Y).mean()),
@@ -205,7 +206,7 @@ def run_demo(n:int=3000,          # consumers (split 40% fit, 30% audit, 30% tes
              seed:int=0,          # random seed
              out_dir:str='deccal_output', # folder for report.json and the figures (None: write nothing)
              stream=None,         # where the table goes (default stdout)
-             progress:bool=True,  # one line per calibration round on stderr
+             progress:bool=True,  # progress bars on stderr (calibration rounds, audits)
             ) -> dict:
     "The whole pipeline on built-in data: base predictor, audit, DimFreeDeCal, Zhao et al., held-out report."
     out = stream or sys.stdout
@@ -225,7 +226,7 @@ def run_demo(n:int=3000,          # consumers (split 40% fit, 30% audit, 30% tes
     preds = dict(base=(pred[aud], pred[test]), **{k: (c.transform(pred[aud]), c.transform(pred[test])) for k, c in cals.items()})
     rows, audits = [], {}
     for name, (pa, pt) in preds.items():
-        r, audits[name] = _evaluate(name, pt, Y[test], types, beta, kernel, R1, n_actions, seed, (pa, Y[aud]))
+        r, audits[name] = _evaluate(name, pt, Y[test], types, beta, kernel, R1, n_actions, seed, (pa, Y[aud]), progress)
         rows.append(r)
     print(f"\n{'predictor':<13} {'decCE (held out)':>17} {'95% CI (normal)':>18} {'square loss':>12} "
           f"{'types: max decCE':>17} {'max regret':>11}", file=out)
@@ -308,12 +309,13 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument('--max-rounds', type=int, default=15, help='cap on calibration rounds')
     d.add_argument('--seed', type=int, default=0, help='random seed')
     d.add_argument('--out', default='deccal_output', help='output folder')
-    d.add_argument('--quiet', action='store_true', help='no progress lines')
+    d.add_argument('--quiet', action='store_true', help='no progress bars')
     au = sub.add_parser('audit', help='audit predictions against outcomes', formatter_class=fmt,
                         description='The ERM auditor: the pair of losses with the largest decision calibration error.')
     _common(au)
     au.add_argument('--delta', type=float, default=0.05, help='1 - confidence level of the held-out intervals')
     au.add_argument('--report', help='write the figures to this JSON file')
+    au.add_argument('--quiet', action='store_true', help='no progress bar')
     ca = sub.add_parser('calibrate', help='fit a calibrator and save it', formatter_class=fmt,
                         description='Post-process predictions with DimFreeDeCal (Algorithm 1) or the regularized Zhao et al. (Algorithm 2).')
     _common(ca)
@@ -325,7 +327,7 @@ def parser() -> argparse.ArgumentParser:
     ca.add_argument('--max-rounds', type=int, default=50, help='cap on rounds')
     ca.add_argument('--sample', choices=('reuse', 'split'), default='reuse', help='audit on the whole sample every round, or on fresh parts')
     ca.add_argument('--output', required=True, help='the calibrator file to write (.npz)')
-    ca.add_argument('--quiet', action='store_true', help='no progress lines')
+    ca.add_argument('--quiet', action='store_true', help='no progress bar')
     tr = sub.add_parser('transform', help='apply a saved calibrator to new predictions', formatter_class=fmt,
                         description='Calibrated predictions for new base predictions of the kind the calibrator was fitted on.')
     tr.add_argument('--calibrator', required=True, help='a file written by deccal calibrate')

@@ -4,10 +4,10 @@
 
 # %% ../nbs/08_dimfreedecal.ipynb #aba4d426
 from __future__ import annotations
-import sys, time
+import copy, sys, time
 import numpy as np
 import scipy.linalg
-from .checks import check_positive, check_rows
+from .checks import check_positive, check_rows, Progress
 from . import kernels
 from .kernels import Kernel
 from .embedding import Embedding
@@ -139,7 +139,7 @@ class DimFreeDeCal:
                  exact_max:int=500,      # up to this n the basis is all 2n generalized atoms; above, a pivoted-Cholesky subset
                  trace_tol:float=1e-8,   # basis rank: capture 1 - trace_tol of the trace of K_v
                  max_rank:int=300,       # cap on that rank
-                 verbose:bool=False,     # print a progress line per round (round, audit value, square loss, elapsed) to stderr
+                 verbose:bool=False,     # show a progress bar on stderr (round, audit value, square loss, elapsed)
                 ):
         if not isinstance(kernel, Kernel): raise ValueError(f"kernel: expected a deccal kernel, got {kernel!r}")
         if isinstance(n_actions, bool) or int(n_actions) != n_actions or n_actions < 1: raise ValueError(f"n_actions: must be an integer >= 1, got {n_actions!r}")
@@ -166,9 +166,15 @@ class DimFreeDeCal:
         return eta * unit, eta
 
 # %% ../nbs/08_dimfreedecal.ipynb #e1a9217d
-def _progress(t, max_rounds, value, sq_loss, t0):
-    print(f"\rround {t:>4d}/{max_rounds}  audit value {value:.4g}  square loss {sq_loss:.5g}  {time.perf_counter() - t0:6.1f} s",
-          file=sys.stderr, flush=True)
+def _progress_fraction(value:float,      # this round's audit value
+                       first:float,      # round 0's audit value
+                       target:float,     # the stopping threshold 3 eps / 4
+                       t:int,            # the round
+                       max_rounds:int,   # the cap on rounds
+                      ) -> float:
+    "How far a calibration has come: the audit value's way down to the target on a log scale, or the rounds used, whichever is further."
+    by_value = 1.0 if first <= target or value <= target else max(0.0, np.log(first / value) / np.log(first / target))
+    return min(1.0, max(by_value, (t + 1) / max(max_rounds, 1)))
 
 def _fit(self:DimFreeDeCal,
          pred:Embedding,     # base predictions p0(x_i) on the calibration sample
@@ -206,6 +212,7 @@ def _fit(self:DimFreeDeCal,
         hold_y = basis.h_outcomes(Yh)
     rng = np.random.default_rng(self.seed)
     rounds, history, U_prev = [], [], None
+    pb = Progress(1.0, type(self).__name__, enabled=self.verbose, count=False)
     for t in range(max_rounds + 1):
         # square loss on the whole sample: ||p_i||^2 - 2 <p_i, phi(y_i)> + K(y_i, y_i)
         sq_loss = float(np.mean(st.sq_norms() - 2 * (st.gamma * py + np.einsum('im,im->i', st.theta, hy)) + kyy))
@@ -231,7 +238,8 @@ def _fit(self:DimFreeDeCal,
             gh = np.einsum('ia,ia->i', kh, hold_y @ unit.T - hold.estimates(unit))
             rec.update(holdout_value=float(gh.mean()), holdout_se=float(gh.std(ddof=1) / np.sqrt(len(gh))) if len(gh) > 1 else float('inf'))
         history.append(rec)
-        if self.verbose: _progress(t, max_rounds, value, sq_loss, t0)
+        pb.update(_progress_fraction(value, history[0]['audit_value'], 0.75 * self.eps, t, max_rounds),
+                  f"round {t}/{max_rounds}  audit value {value:.4g} (stop at {0.75 * self.eps:.4g})  square loss {sq_loss:.5g}")
         if value <= 0.75 * self.eps: break
         Du, eta = self._directions(g, Gn, k, w)
         D = Du @ to_u
@@ -240,6 +248,9 @@ def _fit(self:DimFreeDeCal,
         st.patch(k, D, KD); st.project(R2)
         if hold is not None:
             hold.patch(quantal_response(hold.estimates(C), self.beta), D, KD); hold.project(R2)
+    last = [h['audit_value'] for h in history if h['audit_value'] is not None]
+    pb.close(f"{len(rounds)} rounds, " + (f"audit value {last[0]:.4g} -> {last[-1]:.4g}, " if last else '')
+             + ("target reached" if last and last[-1] <= 0.75 * self.eps else "max_rounds reached"))
     self.basis_, self.rounds_, self.history_, self.R2_, self.round_bound_ = basis, rounds, history, R2, bound
     self.captured_trace_, self.rank_, self.seconds_ = captured, to_u.shape[0], time.perf_counter() - t0
     return self
@@ -329,6 +340,19 @@ def _rule_loss(self:DimFreeDeCal, t:int) -> Loss:
     return Loss(self.kernel, atoms, coef, f"rule loss of round {t}")
 DimFreeDeCal._stacked, DimFreeDeCal._replay, DimFreeDeCal._check_fitted = _stacked, _replay, _check_fitted
 DimFreeDeCal.transform, DimFreeDeCal.square_loss, DimFreeDeCal.rule_loss = _transform, _square_loss, _rule_loss
+
+# %% ../nbs/08_dimfreedecal.ipynb #3d95bc78
+def _truncated(self:DimFreeDeCal,
+               T:int,   # the number of rounds to keep, 0 .. len(rounds_)
+              ) -> DimFreeDeCal:
+    "The calibrator after its first `T` rounds: transforms as `fit` with `max_rounds=T` would (sample='reuse')."
+    if not hasattr(self, 'rounds_'): raise ValueError("the calibrator is not fitted: call fit first")
+    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or not 0 <= T <= len(self.rounds_):
+        raise ValueError(f"T: must be an integer in 0..{len(self.rounds_)}, got {T!r}")
+    c = copy.copy(self)
+    c.rounds_, c.history_, c._stack_cache = self.rounds_[:T], [dict(h) for h in self.history_[:T + 1]], None
+    return c
+DimFreeDeCal.truncated = _truncated
 
 # %% ../nbs/08_dimfreedecal.ipynb #1d831c29
 FORMAT_VERSION = 2   # 2: basis = a subset of the generalized atoms (rank_, exact_max); files of version 1 are refused

@@ -341,5 +341,25 @@ def test_verbose_progress(capsys):
     DimFreeDeCal(kernel=RBF(1.0), n_actions=2, eps=0.01, max_rounds=2, n_starts=1, maxiter=20).fit(pred, Y)
     assert capsys.readouterr().err == ''
     DimFreeDeCal(kernel=RBF(1.0), n_actions=2, eps=0.01, max_rounds=2, n_starts=1, maxiter=20, verbose=True).fit(pred, Y)
-    err = capsys.readouterr().err
-    assert 'round' in err and 'audit' in err
+    lines = capsys.readouterr().err.splitlines()
+    # stderr is not a terminal here: a line per audited round, then the summary line
+    assert [l.split('round ')[1].split()[0] for l in lines[:-1]] == ['0/2', '1/2']
+    assert lines[0].startswith('DimFreeDeCal [') and lines[-1].startswith('DimFreeDeCal  2 rounds')
+
+
+@pytest.mark.parametrize('cls', [DimFreeDeCal, ZhaoDeCal])
+def test_truncated_is_a_shorter_fit(cls):
+    "cal.truncated(T) transforms exactly as a fit stopped by max_rounds=T (the rounds do not depend on when one stops)."
+    pred, Y = make(80, seed=19)
+    new = make(30, seed=20)[0]
+    kw = dict(kernel=RBF(1.0), n_actions=2, beta=5.0, eps=1e-3, n_starts=1, maxiter=30)
+    full = cls(max_rounds=4, **kw).fit(pred, Y)
+    assert len(full.rounds_) == 4
+    for T in (1, 3):
+        a, b = full.truncated(T).transform(new), cls(max_rounds=T, **kw).fit(pred, Y).transform(new)
+        assert np.array_equal(a.theta, b.theta) and np.array_equal(a.gamma, b.gamma)
+    for T in (0, 2):     # the square loss after T rounds, as the fit recorded it
+        assert abs(full.truncated(T).square_loss(pred, Y) - full.history_[T]['square_loss']) < TOL
+    assert len(full.rounds_) == 4                                           # the original is untouched
+    with pytest.raises(ValueError, match='T: must be an integer'):
+        full.truncated(5)

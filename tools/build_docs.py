@@ -15,7 +15,11 @@ Steps
 1. Copy nbs/ to a temporary folder and execute every notebook there with execnb (as `nbdev_test`
    does: cells flagged with settings.ini's `tst_flags`, i.e. `#| slow`, and `#| eval: false` cells are
    skipped; the first error stops the notebook, and its traceback is kept as the cell's output), one
-   fresh process per notebook, two at a time (--jobs).
+   fresh process per notebook, two at a time (--jobs). The workers get a fixed thread setting, so that a
+   build does not depend on the caller's environment (pytest's test modules set OPENBLAS_NUM_THREADS=1,
+   and a tutorial's result once changed with it): each worker's BLAS, OpenMP and Numba use
+   cpu_count // jobs threads, and idle OpenMP threads sleep (OMP_WAIT_POLICY=PASSIVE) instead of
+   spinning against the other worker (two spinning workers on 2 cores once made a fit 10x slower).
    The processed notebooks cannot be executed themselves: nbdev's processing drops `#| hide` cells
    (where the notebooks import matplotlib and the fixtures) and the source of `#| export` cells.
 2. Process each executed copy with nbdev's own processors (`nbdev.processors.FilterDefaults`, what
@@ -107,7 +111,7 @@ def _build_one(src: str, work: str, dst: str, skip_flags: list[str], execute: bo
         try:
             with working_directory(work.parent): k.run_all(nb, exc_stop=True, preproc=_no_eval)
         except BaseException as e:                                # the error output stays in its cell
-            err = f'{type(e).__name__}: {e}'
+            err = f'{type(e).__name__}: {e}' + _error_context(nb)
         write_nb(nb, work)
     skipped = _tolerant_show_doc_eval()
     nb = read_nb(work)                                            # as nbdev.serve_drv.exec_nb does
@@ -118,6 +122,17 @@ def _build_one(src: str, work: str, dst: str, skip_flags: list[str], execute: bo
 
 
 def _build_args(a): return _build_one(*a)
+
+
+def _error_context(nb, lines:int=12) -> str:
+    "Where a notebook raised: the failing cell's first line and the end of its traceback (ANSI colours removed)."
+    for cell in nb.cells:
+        for o in cell.get('outputs', []) or []:
+            if o.get('output_type') == 'error':
+                tb = re.sub(r'\x1b\[[0-9;]*m', '', '\n'.join(o.get('traceback', []))).strip().splitlines()
+                first = next((l for l in cell.source.splitlines() if l.strip() and not l.startswith('#|')), '')
+                return f'\n      in the cell starting {first[:80]!r}:\n' + '\n'.join('      ' + l for l in tb[-lines:])
+    return ''
 
 
 def execute_and_process(nbs_dir: Path, work: Path, proc: Path, jobs: int, skip_flags: list[str], execute: bool):
@@ -136,7 +151,11 @@ def execute_and_process(nbs_dir: Path, work: Path, proc: Path, jobs: int, skip_f
     except (OSError, ValueError): times = {}
     rel.sort(key=lambda r: -times.get(str(r), 0))
     args = [(str(nbs_dir/r), str(work/r), str(proc/r), skip_flags, execute) for r in rel]
-    # a fresh interpreter per notebook (spawn, one task per child), as nbdev_test runs them
+    # a fresh interpreter per notebook (spawn, one task per child), as nbdev_test runs them, with a fixed
+    # thread setting (the children inherit os.environ; numpy and Numba read it when first imported)
+    threads = str(max(1, (os.cpu_count() or 1) // max(1, jobs)))
+    for k in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'NUMBA_NUM_THREADS'): os.environ[k] = threads
+    os.environ['OMP_WAIT_POLICY'] = 'PASSIVE'
     with get_context('spawn').Pool(max(1, jobs), maxtasksperchild=1) as pool:
         for name, secs, err, skipped in pool.imap_unordered(_build_args, args):
             if execute: times[str(Path(name))] = round(secs, 1)
