@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build deccal's HTML doc site without Quarto: executed notebooks, figures, math, sidebar.
 
-    python tools/build_docs.py              # -> _docs/index.html, _docs/kernels.html, ... (4-5 min on 2 cores)
+    python tools/build_docs.py              # -> _docs/index.html, _docs/kernels.html, ... (1-3 min on 2 cores)
     python tools/build_docs.py --out DIR    # somewhere else (tests/test_docs.py builds into a temp dir)
     python tools/build_docs.py --no-exec    # skip execution: pages without outputs (fast, for layout work)
     python tools/build_docs.py --render-only  # only re-render the HTML from the last build's _proc/
