@@ -220,7 +220,7 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
     n, A = pred.n, int(n_actions)
     w = np.full(n, 1.0 / n) if weights is None else np.asarray(weights, float)
     if w.shape != (n,) or not np.all(np.isfinite(w)): raise ValueError(f"weights: expected {n} finite numbers")
-    if holdout is not None: _check_holdout(holdout, kernel, pred.dim)     # bad held-out data fails before the search
+    if holdout is not None: holdout = _check_holdout(holdout, kernel, pred.dim)   # bad held-out data fails before the search
     rng = np.random.default_rng(seed)
     pb = Progress(len(inits) + n_starts, 'audit', enabled=progress, log_every=5.0)
     pb.update(0, f'factoring the Gram matrices of {n} predictions and outcomes')
@@ -252,8 +252,8 @@ def _check_holdout(holdout,        # the `holdout=` argument: a pair (pred_holdo
     return ph, Yh
 
 def _remeasure(res, holdout, kernel, Y, pred, delta, R2):
-    "Re-measure the witnessed pair on held-out data, with a Hoeffding and a normal interval."
-    ph, Yh = _check_holdout(holdout, kernel, pred.dim)
+    "Re-measure the witnessed pair on held-out data (a pair checked by `_check_holdout`), with a Hoeffding and a normal interval."
+    ph, Yh = holdout
     g = gap_function(ph, Yh, res.loss, res.rule_loss, res.beta)
     m = len(g)
     if R2 is None:

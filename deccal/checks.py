@@ -90,13 +90,20 @@ class Progress:
         try: return bool(self.stream.isatty())
         except (AttributeError, ValueError): return False
 
+    def _text(self, *parts) -> str:
+        "The non-empty parts and the seconds so far, two spaces apart."
+        return '  '.join(p for p in (*parts, f"{time.perf_counter() - self.t0:.1f} s") if p)
+
     def line(self, done:float, info:str='') -> str:
         "The text of the bar for `done` units of work."
         f = min(max(float(done) / self.total, 0.0), 1.0)
         k = int(round(f * self.width))
-        cnt = f"{done:g}/{self.total:g}" if self.count else ''
-        return (f"{self.label} [{'#' * k}{'-' * (self.width - k)}] {cnt}  {info}  {time.perf_counter() - self.t0:.1f} s"
-                .replace('    ', '  ').replace('   ', '  ').lstrip())
+        bar = f"[{'#' * k}{'-' * (self.width - k)}]" + (f" {done:g}/{self.total:g}" if self.count else '')
+        return self._text(' '.join(p for p in (self.label, bar) if p), info)
+
+    def _redraw(self, text:str, end:str=''):
+        "On a terminal: overwrite the current line with `text` (padded to wipe a longer one)."
+        self.stream.write('\r' + text + ' ' * max(0, self._len - len(text)) + end); self._len = len(text)
 
     def update(self,
                done:float,     # units of work done so far
@@ -105,8 +112,7 @@ class Progress:
         "Show that `done` units of the work are done."
         if not self.enabled or self.closed: return
         now, text = time.perf_counter(), self.line(done, info)
-        if self.tty:
-            self.stream.write('\r' + text + ' ' * max(0, self._len - len(text))); self.stream.flush(); self._len = len(text)
+        if self.tty: self._redraw(text); self.stream.flush()
         elif now - self._last >= self.log_every:
             self.stream.write(text + '\n'); self.stream.flush(); self._last, self._pending = now, None
         else: self._pending = text
@@ -115,9 +121,8 @@ class Progress:
         "End the bar: on a terminal, finish its line; elsewhere write the last update if it was held back."
         if not self.enabled or self.closed: return
         if info is not None:
-            text = f"{self.label}  {info}  {time.perf_counter() - self.t0:.1f} s".lstrip()
-            if self.tty: self.stream.write('\r' + text + ' ' * max(0, self._len - len(text)) + '\n')
-            else: self.stream.write(text + '\n')
+            if self.tty: self._redraw(self._text(self.label, info), '\n')
+            else: self.stream.write(self._text(self.label, info) + '\n')
         elif self.tty: self.stream.write('\n')
         elif self._pending is not None: self.stream.write(self._pending + '\n')
         self.stream.flush(); self.closed = True

@@ -274,7 +274,7 @@ class _Parser(argparse.ArgumentParser):
         print(f"deccal: error: {message} (see deccal {self.prog.split()[-1] if ' ' in self.prog else ''} --help)".replace('  ', ' '), file=sys.stderr)
         raise SystemExit(2)
 
-def _common(p, calibrate=False):
+def _common(p):
     "Options shared by audit and calibrate."
     F = p.add_argument
     F('--pred', required=True, help='predictions: FILE.npz[:KEY] or FILE.csv')
@@ -291,6 +291,7 @@ def _common(p, calibrate=False):
     F('--seed', type=int, default=0, help='random seed of the search')
     F('--holdout-pred', help='held-out predictions, same kind (optional)')
     F('--holdout-y', help='held-out outcomes (optional, with --holdout-pred)')
+    F('--quiet', action='store_true', help='no progress bars')
 
 def parser() -> argparse.ArgumentParser:
     "The `deccal` command's argument parser."
@@ -315,7 +316,6 @@ def parser() -> argparse.ArgumentParser:
     _common(au)
     au.add_argument('--delta', type=float, default=0.05, help='1 - confidence level of the held-out intervals')
     au.add_argument('--report', help='write the figures to this JSON file')
-    au.add_argument('--quiet', action='store_true', help='no progress bar')
     ca = sub.add_parser('calibrate', help='fit a calibrator and save it', formatter_class=fmt,
                         description='Post-process predictions with DimFreeDeCal (Algorithm 1) or the regularized Zhao et al. (Algorithm 2).')
     _common(ca)
@@ -327,7 +327,6 @@ def parser() -> argparse.ArgumentParser:
     ca.add_argument('--max-rounds', type=int, default=50, help='cap on rounds')
     ca.add_argument('--sample', choices=('reuse', 'split'), default='reuse', help='audit on the whole sample every round, or on fresh parts')
     ca.add_argument('--output', required=True, help='the calibrator file to write (.npz)')
-    ca.add_argument('--quiet', action='store_true', help='no progress bar')
     tr = sub.add_parser('transform', help='apply a saved calibrator to new predictions', formatter_class=fmt,
                         description='Calibrated predictions for new base predictions of the kind the calibrator was fitted on.')
     tr.add_argument('--calibrator', required=True, help='a file written by deccal calibrate')

@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_dimfreedecal.ipynb #aba4d426
 from __future__ import annotations
-import copy, sys, time
+import copy, time
 import numpy as np
 import scipy.linalg
 from .checks import check_positive, check_rows, Progress
@@ -109,7 +109,6 @@ def _make_basis(kernel, pred0, Y, exact_max, trace_tol, max_rank):
     "All 2n generalized atoms when n <= exact_max; otherwise the atoms chosen by a pivoted Cholesky of K_v (rank by captured trace)."
     n = pred0.n
     if n <= exact_max: return _Basis(kernel, Y, pred0), 1.0
-    full = _Basis(kernel, Y, pred0, K=np.zeros((0, 0)))
     diag = np.concatenate([kernel.diag(Y), pred0.sq_norms(kernel)])
     def column(i):
         if i < n: return np.concatenate([kernel.gram(Y, Y[i:i + 1])[:, 0], pred0.evaluate(kernel, Y[i:i + 1])[:, 0]])
@@ -157,7 +156,7 @@ class DimFreeDeCal:
 
     def _directions(self, g, Gn, k, w):
         "Patch directions in whitened coordinates (A, r) for round data: g (A, r) the G_a, Gn their norms, k the rule; and the step."
-        unit = np.where(Gn[:, None] > 0, self.R1 * g / np.maximum(Gn, 1e-300)[:, None], 0.0)
+        unit = _unit(g, Gn, self.R1)
         if self.step == "theory": eta = self.eps / (2 * self.R1**2)
         else:
             Dhat = (w[:, None] * k).T @ k
@@ -175,6 +174,10 @@ def _progress_fraction(value:float,      # this round's audit value
     "How far a calibration has come: the audit value's way down to the target on a log scale, or the rounds used, whichever is further."
     by_value = 1.0 if first <= target or value <= target else max(0.0, np.log(first / value) / np.log(first / target))
     return min(1.0, max(by_value, (t + 1) / max(max_rounds, 1)))
+
+def _unit(g, Gn, R1):
+    "The G_a scaled to norm R1 (rows with G_a = 0 stay 0): the auditor's best loss l for the rule."
+    return np.where(Gn[:, None] > 0, R1 * g / np.maximum(Gn, 1e-300)[:, None], 0.0)
 
 def _fit(self:DimFreeDeCal,
          pred:Embedding,     # base predictions p0(x_i) on the calibration sample
@@ -212,6 +215,7 @@ def _fit(self:DimFreeDeCal,
         hold_y = basis.h_outcomes(Yh)
     rng = np.random.default_rng(self.seed)
     rounds, history, U_prev = [], [], None
+    target = 0.75 * self.eps                               # stop when the auditor finds nothing above it
     pb = Progress(1.0, type(self).__name__, enabled=self.verbose, count=False)
     for t in range(max_rounds + 1):
         # square loss on the whole sample: ||p_i||^2 - 2 <p_i, phi(y_i)> + K(y_i, y_i)
@@ -233,14 +237,14 @@ def _fit(self:DimFreeDeCal,
         value = float(self.R1 * Gn.sum())
         rec.update(audit_value=value)
         if hold is not None:
-            unit = np.where(Gn[:, None] > 0, self.R1 * g / np.maximum(Gn, 1e-300)[:, None], 0.0) @ to_u
+            unit = _unit(g, Gn, self.R1) @ to_u
             kh = quantal_response(hold.estimates(C), self.beta)
             gh = np.einsum('ia,ia->i', kh, hold_y @ unit.T - hold.estimates(unit))
             rec.update(holdout_value=float(gh.mean()), holdout_se=float(gh.std(ddof=1) / np.sqrt(len(gh))) if len(gh) > 1 else float('inf'))
         history.append(rec)
-        pb.update(_progress_fraction(value, history[0]['audit_value'], 0.75 * self.eps, t, max_rounds),
-                  f"round {t}/{max_rounds}  audit value {value:.4g} (stop at {0.75 * self.eps:.4g})  square loss {sq_loss:.5g}")
-        if value <= 0.75 * self.eps: break
+        pb.update(_progress_fraction(value, history[0]['audit_value'], target, t, max_rounds),
+                  f"round {t}/{max_rounds}  audit value {value:.4g} (stop at {target:.4g})  square loss {sq_loss:.5g}")
+        if value <= target: break
         Du, eta = self._directions(g, Gn, k, w)
         D = Du @ to_u
         KD = D @ K
@@ -250,7 +254,7 @@ def _fit(self:DimFreeDeCal,
             hold.patch(quantal_response(hold.estimates(C), self.beta), D, KD); hold.project(R2)
     last = [h['audit_value'] for h in history if h['audit_value'] is not None]
     pb.close(f"{len(rounds)} rounds, " + (f"audit value {last[0]:.4g} -> {last[-1]:.4g}, " if last else '')
-             + ("target reached" if last and last[-1] <= 0.75 * self.eps else "max_rounds reached"))
+             + ("target reached" if last and last[-1] <= target else "max_rounds reached"))
     self.basis_, self.rounds_, self.history_, self.R2_, self.round_bound_ = basis, rounds, history, R2, bound
     self.captured_trace_, self.rank_, self.seconds_ = captured, to_u.shape[0], time.perf_counter() - t0
     return self
@@ -291,8 +295,10 @@ def _replay(self:DimFreeDeCal, pred:Embedding) -> tuple:
         c = np.minimum(c, R2 / np.sqrt(np.maximum(n2, 1e-300)))    # projection onto the ball of radius R2
     return c, a, n2
 
-def _check_fitted(self, pred):
+def _check_fitted(self, pred=None):
+    "Refuse an unfitted calibrator, and (if given) predictions it cannot transform."
     if not hasattr(self, 'rounds_'): raise ValueError("the calibrator is not fitted: call fit first")
+    if pred is None: return
     if not isinstance(pred, Embedding): raise ValueError(f"pred: expected an Embedding, got {pred!r}")
     if pred.dim != self.basis_.P.dim: raise ValueError(f"pred: predictions on R^{pred.dim}, the calibrator was fitted on R^{self.basis_.P.dim}")
     pred._check_kernel(self.kernel)
@@ -334,7 +340,7 @@ def _square_loss(self:DimFreeDeCal,
 
 def _rule_loss(self:DimFreeDeCal, t:int) -> Loss:
     "The auditor's rule loss l'_t of round t (whose quantal response drives the patch), as a `Loss`."
-    if not hasattr(self, 'rounds_'): raise ValueError("the calibrator is not fitted: call fit first")
+    self._check_fitted()
     if not 0 <= t < len(self.rounds_): raise ValueError(f"t: must lie in 0..{len(self.rounds_) - 1}, got {t!r}")
     atoms, coef = self.basis_.expand(self.rounds_[t]['C'])
     return Loss(self.kernel, atoms, coef, f"rule loss of round {t}")
@@ -346,7 +352,7 @@ def _truncated(self:DimFreeDeCal,
                T:int,   # the number of rounds to keep, 0 .. len(rounds_)
               ) -> DimFreeDeCal:
     "The calibrator after its first `T` rounds: transforms as `fit` with `max_rounds=T` would (sample='reuse')."
-    if not hasattr(self, 'rounds_'): raise ValueError("the calibrator is not fitted: call fit first")
+    self._check_fitted()
     if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or not 0 <= T <= len(self.rounds_):
         raise ValueError(f"T: must be an integer in 0..{len(self.rounds_)}, got {T!r}")
     c = copy.copy(self)
@@ -375,7 +381,7 @@ _PARAMS = ('n_actions', 'beta', 'R1', 'R2', 'eps', 'step', 'max_rounds', 'sample
 
 def _save(self:DimFreeDeCal, path):
     "Save the fitted calibrator to `path` (.npz)."
-    if not hasattr(self, 'rounds_'): raise ValueError("the calibrator is not fitted: call fit first")
+    self._check_fitted()
     kname, kp = _kernel_spec(self.kernel)
     b, p0, T = self.basis_, self.basis_.P, len(self.rounds_)
     M, A = b.m, self.n_actions

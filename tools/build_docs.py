@@ -125,11 +125,11 @@ def _build_args(a): return _build_one(*a)
 
 
 def _error_context(nb, lines:int=12) -> str:
-    "Where a notebook raised: the failing cell's first line and the end of its traceback (ANSI colours removed)."
+    "Where a notebook raised: the failing cell's first line and the end of its traceback (ANSI codes removed)."
     for cell in nb.cells:
         for o in cell.get('outputs', []) or []:
             if o.get('output_type') == 'error':
-                tb = re.sub(r'\x1b\[[0-9;]*m', '', '\n'.join(o.get('traceback', []))).strip().splitlines()
+                tb = _ANSI.sub('', '\n'.join(o.get('traceback', []))).strip().splitlines()
                 first = next((l for l in cell.source.splitlines() if l.strip() and not l.startswith('#|')), '')
                 return f'\n      in the cell starting {first[:80]!r}:\n' + '\n'.join('      ' + l for l in tb[-lines:])
     return ''
