@@ -12,7 +12,7 @@ from .losses import Loss, linear_loss, piecewise_linear_loss, cobb_douglas_loss,
 from .embedding import Embedding
 from .decisions import (quantal_response, best_response, decision_rule, gap_function,
                               decision_calibration_error, expected_loss, no_type_regret)
-from .audit import audit, AuditResult, audit_best_response, BestResponseAudit, explicit_predictions
+from .audit import audit, certify, AuditResult, audit_best_response, BestResponseAudit, explicit_predictions
 from .dimfree import DimFreeDeCal, load_calibrator
 from .zhao import ZhaoDeCal
 from .plots import reliability_bins, reliability_diagram, ReliabilityBins

@@ -16,7 +16,7 @@ from .embedding import Embedding
 from .decisions import quantal_response, best_response, gap_function
 
 # %% auto #0
-__all__ = ['AuditResult', 'audit', 'BestResponseAudit', 'explicit_predictions', 'audit_best_response']
+__all__ = ['AuditResult', 'audit', 'certify', 'BestResponseAudit', 'explicit_predictions', 'audit_best_response']
 
 # %% ../nbs/06_audit.ipynb #09ed6b0c
 class _Grams:
@@ -176,6 +176,13 @@ class AuditResult:
     holdout_se: float = None     # its standard error
     holdout_ci: tuple = None     # Hoeffding interval (lo, hi) at level 1 - delta
     holdout_normal_ci: tuple = None  # normal-approximation interval at the same level
+    holdout_m: int = None        # the number of held-out points
+    holdout_upper: float = None  # one-sided upper confidence bound (normal approximation, level 1 - delta) for the witnessed pair
+    holdout_lower: float = None  # one-sided lower confidence bound, same level: decCE over the class is at least this
+    holdout_hoeffding_upper: float = None   # one-sided upper bound for the witnessed pair from Hoeffding's inequality (distribution-free)
+    rule_bound: float = None     # (`certify`) upper bound, over every loss l, for decision makers who follow the witnessed rule l'
+    uniform_rate: float = None   # Theorem 5.1's rate with its unknown universal constant taken as 1 (see `report`)
+    delta: float = None          # 1 - confidence level of the held-out bounds
     def __repr__(self):
         s = (f"AuditResult(value={self.value:.4g}, n={self.n}, actions={len(self.G_norms)}, beta={self.beta:g}, R1={self.R1:g}, "
              f"rank_P={self.info.get('rank_P')}, rank_R={self.info.get('rank_R')}")
@@ -183,6 +190,25 @@ class AuditResult:
             s += (f", holdout={self.holdout_value:.4g} (se {self.holdout_se:.2g}; "
                   f"Hoeffding CI {self.holdout_ci[0]:.3g}..{self.holdout_ci[1]:.3g})")
         return s + ')'
+
+    def report(self) -> str:
+        "What the held-out numbers say, and what they do not, in plain words."
+        if self.holdout_value is None: return (f"in-sample audit value {self.value:.4g} on {self.n} points: biased upwards (it is a maximum); "
+                                               "re-measure it on held-out data (`holdout=` or `certify`) before quoting it")
+        lvl, two = 1 - self.delta, 2 * self.R1 * self.info['R2']
+        lines = [f"On {self.holdout_m} held-out points the witnessed pair (l, l') has decision calibration error "
+                 f"{self.holdout_value:.4g} (standard error {self.holdout_se:.2g}).",
+                 f"  For this pair, with confidence {lvl:.0%}: at most {self.holdout_upper:.4g} (normal approximation), "
+                 f"at most {self.holdout_hoeffding_upper:.4g} (Hoeffding, distribution-free).",
+                 *([f"  For every loss l, when decisions follow this l': at most {self.rule_bound:.4g} (Hoeffding in Hilbert spaces)"
+                    + (" - vacuous: the gap never exceeds 2 R1 R2 = %.4g." % two if self.rule_bound >= two else ".")]
+                   if self.rule_bound is not None else []),
+                 f"  Over the whole class, decCE is at least {max(self.holdout_lower, 0):.4g} with confidence {lvl:.0%} "
+                 "(the auditor may have missed a worse pair: this is a lower bound, not a certificate of calibration).",
+                 f"  No upper bound over the whole class is certified: Theorem 5.1's uniform bound has an unknown universal constant; "
+                 f"its rate with that constant taken as 1 is {self.uniform_rate:.3g}"
+                 + (f", above the trivial bound 2 R1 R2 = {two:.4g} (vacuous)." if self.uniform_rate >= two else ".")]
+        return "\n".join(lines)
 
 def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
           Y,                     # (n, d) outcomes
@@ -252,21 +278,63 @@ def _check_holdout(holdout,        # the `holdout=` argument: a pair (pred_holdo
     return ph, Yh
 
 def _remeasure(res, holdout, kernel, Y, pred, delta, R2):
-    "Re-measure the witnessed pair on held-out data (a pair checked by `_check_holdout`), with a Hoeffding and a normal interval."
+    "Re-measure the witnessed pair on held-out data (a pair checked by `_check_holdout`), with two-sided intervals and one-sided bounds."
     ph, Yh = holdout
     g = gap_function(ph, Yh, res.loss, res.rule_loss, res.beta)
-    m = len(g)
+    m, A = len(g), len(res.G_norms)
     if R2 is None:
         R2 = np.sqrt(max(kernel.diag(Yh).max(), kernel.diag(Y).max(), ph.sq_norms(kernel).max(), pred.sq_norms(kernel).max()))
     else: R2 = check_positive(R2, 'R2')
     half = 2 * res.R1 * R2 * np.sqrt(2 * np.log(2 / delta) / m)
     from statistics import NormalDist
-    z = NormalDist().inv_cdf(1 - delta / 2)
+    z, z1 = NormalDist().inv_cdf(1 - delta / 2), NormalDist().inv_cdf(1 - delta)
     se = float(g.std(ddof=1) / np.sqrt(m)) if m > 1 else float('inf')
-    res.holdout_value, res.holdout_se = float(g.mean()), se
+    res.holdout_value, res.holdout_se, res.holdout_m, res.delta = float(g.mean()), se, m, float(delta)
     res.holdout_ci = (res.holdout_value - half, res.holdout_value + half)
     res.holdout_normal_ci = (res.holdout_value - z * se, res.holdout_value + z * se)
+    res.holdout_upper, res.holdout_lower = res.holdout_value + z1 * se, res.holdout_value - z1 * se
+    res.holdout_hoeffding_upper = res.holdout_value + 2 * res.R1 * R2 * np.sqrt(2 * np.log(1 / delta) / m)
+    res.uniform_rate = float((A**1.5 * res.beta**2 * (res.R1 * R2)**3 * max(np.log(res.R1 * R2 * m), 1.0) + np.log(1 / delta)) / np.sqrt(m))
     res.info['R2'] = float(R2)
+
+def certify(pred:Embedding,          # predictions on data the calibrator never saw
+            Y,                       # (n, d) outcomes
+            kernel:Kernel=None,      # the RKHS of the loss class
+            n_actions:int=2,         # |A|
+            beta:float=10.0,         # temperature of the quantal response
+            R1:float=1.0,            # radius of the loss class
+            *,
+            search_fraction:float=0.5,  # share of the data the auditor searches on; the rest re-measures its witness
+            delta:float=0.05,        # 1 - confidence level
+            R2:float=None,           # bound on ||phi(y)|| and ||p(x)|| (default: from the data)
+            seed:int=0,              # seed of the split and of the search
+            **kw,                    # passed to `audit` (n_starts, maxiter, ...)
+           ) -> AuditResult:
+    "Audit fresh data honestly: search one random part for the worst pair, re-measure it on the other; `.report()` says what it means."
+    if not isinstance(pred, Embedding): raise ValueError(f"pred: expected an Embedding, got {pred!r}")
+    if not 0 < search_fraction < 1: raise ValueError(f"search_fraction: must lie in (0, 1), got {search_fraction!r}")
+    n = pred.n
+    ns = int(round(search_fraction * n))
+    if ns < 2 or n - ns < 2: raise ValueError(f"pred: {n} points leave {ns} to search and {n - ns} to re-measure; need at least 2 of each")
+    perm = np.random.default_rng([seed, 2]).permutation(n)
+    s_, h_ = np.sort(perm[:ns]), np.sort(perm[ns:])
+    if not isinstance(kernel, Kernel): raise ValueError(f"kernel: expected a deccal kernel, got {kernel!r}")
+    Y = kernel.check(Y, 'Y'); check_rows(n, Y, 'Y', 'pred')
+    res = audit(pred[s_], Y[s_], kernel=kernel, n_actions=n_actions, beta=beta, R1=R1, seed=seed,
+                holdout=(pred[h_], Y[h_]), delta=delta, R2=R2, **kw)
+    _rule_bound(res, pred[h_], Y[h_], kernel)
+    return res
+
+def _rule_bound(res, ph, Yh, kernel):
+    """Bound over every loss l for decision makers following the witnessed rule l': R1 sum_a ||G_a|| on the held-out part plus
+    its deviation. Each G_a is a mean of vectors of norm <= 2 R2 k_a; stacked over actions they have norm <= 2 R2, so by
+    Hoeffding's inequality in Hilbert spaces ||G_hat - G|| <= 4 R2 sqrt(2 ln(2/delta) / m) in H^A, and sum_a is <= sqrt(A) times it."""
+    m, A, R2 = ph.n, len(res.G_norms), res.info['R2']
+    k = quantal_response(ph.loss_estimates(res.rule_loss), res.beta)
+    _, RK = _Grams(kernel, ph, Yh).matmat(XR=k / m)            # one pass over the held-out residual Gram matrix
+    Gh = np.sqrt(np.maximum(np.einsum('ia,ia->a', k / m, RK), 0))
+    res.rule_bound = float(res.R1 * (Gh.sum() + np.sqrt(A) * 4 * R2 * np.sqrt(2 * np.log(2 / res.delta) / m)))
+
 
 # %% ../nbs/06_audit.ipynb #98b5480e
 @dataclass

@@ -8,7 +8,7 @@ import sys, time
 import numpy as np
 
 # %% auto #0
-__all__ = ['check_array', 'as_points', 'check_positive', 'check_rows', 'Progress']
+__all__ = ['check_array', 'as_points', 'check_positive', 'check_rows', 'Progress', 'patch']
 
 # %% ../nbs/00_checks.ipynb #ac12608f
 def check_array(x,                 # the value to check
@@ -129,3 +129,15 @@ class Progress:
 
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
+
+# %% ../nbs/00_checks.ipynb #8622819b
+def patch(f):
+    "Decorator: add `f` to the class annotated on its first parameter, under its own name (fastcore's `@patch`, without fastcore)."
+    import inspect
+    first = next(iter(inspect.signature(f).parameters), None)
+    ann = f.__annotations__.get(first) if first else None
+    if ann is None: raise TypeError(f"patch: the first parameter of {f.__name__} needs a class annotation")
+    cls = eval(ann, f.__globals__) if isinstance(ann, str) else ann
+    f.__qualname__ = f"{cls.__name__}.{f.__name__}"
+    setattr(cls, f.__name__, f)
+    return sys._getframe(1).f_globals.get(f.__name__)

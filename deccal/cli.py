@@ -151,12 +151,16 @@ def cmd_calibrate(a):
     if not str(a.output).endswith('.npz'): raise ValueError(f"--output: the calibrator file must end in .npz, got {a.output!r}")
     pred, Y = read_predictions(a.pred, a.kind, a.classes), read_array(a.y, '--y')
     kw = dict(kernel=k, n_actions=a.actions, beta=a.beta, R1=a.R1, R2=a.R2, eps=a.eps, max_rounds=a.max_rounds,
-              sample=a.sample, seed=a.seed, verbose=not a.quiet)
+              sample=a.sample, seed=a.seed, verbose=not a.quiet, early_stopping=not a.no_early_stopping,
+              validation_fraction=a.validation_fraction, n_iter_no_change=a.n_iter_no_change)
     cal = (DimFreeDeCal(step=a.step, **kw) if a.method == 'dimfree' else ZhaoDeCal(regularizer=a.regularizer, **kw))
     cal.fit(pred, Y, holdout=_holdout(a))
     audits = [h['audit_value'] for h in cal.history_ if h.get('audit_value') is not None]
-    print(f"{type(cal).__name__}: {len(cal.rounds_)} rounds; audit value {audits[0]:.4g} -> {audits[-1]:.4g} (last audited round), "
-          f"square loss {cal.history_[0]['square_loss']:.4g} -> {cal.history_[-1]['square_loss']:.4g}")
+    kept = cal.history_[cal.best_round_]
+    print(f"{type(cal).__name__}: kept {cal.best_round_} of {len(cal.all_rounds_)} rounds run (stopped: {cal.stop_reason_}); "
+          + (f"audit value {audits[0]:.4g} -> {audits[-1]:.4g} (last audited round), " if audits else "no round audited, ")
+          + f"square loss {cal.history_[0]['square_loss']:.4g} -> {kept['square_loss']:.4g}"
+          + (f", held out {cal.history_[0]['holdout_square_loss']:.4g} -> {kept['holdout_square_loss']:.4g}" if 'holdout_square_loss' in kept else ''))
     _atomic(a.output, cal.save)
     print(f"wrote {a.output}")
     return cal
@@ -326,6 +330,11 @@ def parser() -> argparse.ArgumentParser:
     ca.add_argument('--regularizer', type=float, default=1.0, help='zhao: lambda in (D + lambda I)^-1')
     ca.add_argument('--max-rounds', type=int, default=50, help='cap on rounds')
     ca.add_argument('--sample', choices=('reuse', 'split'), default='reuse', help='audit on the whole sample every round, or on fresh parts')
+    ca.add_argument('--no-early-stopping', action='store_true',
+                    help='stop only on the in-sample audit (the paper\'s rule); by default held-out data decide the round kept')
+    ca.add_argument('--validation-fraction', type=float, default=0.2,
+                    help='early stopping: share of the sample held out (ignored with --holdout-pred/--holdout-y, which are used instead)')
+    ca.add_argument('--n-iter-no-change', type=int, default=5, help='early stopping: rounds without a lower held-out square loss before stopping')
     ca.add_argument('--output', required=True, help='the calibrator file to write (.npz)')
     tr = sub.add_parser('transform', help='apply a saved calibrator to new predictions', formatter_class=fmt,
                         description='Calibrated predictions for new base predictions of the kind the calibrator was fitted on.')

@@ -7,13 +7,13 @@ from __future__ import annotations
 import copy, time
 import numpy as np
 import scipy.linalg
-from .checks import check_positive, check_rows, Progress
+from .checks import check_positive, check_rows, Progress, patch
 from . import kernels
 from .kernels import Kernel
 from .embedding import Embedding
 from .losses import Loss
 from .decisions import quantal_response
-from .audit import _search, _rank_by_trace, _check_holdout
+from .audit import _search, _rank_by_trace, _check_holdout, certify as _certify, AuditResult
 
 # %% auto #0
 __all__ = ['FORMAT_VERSION', 'DimFreeDeCal', 'load_calibrator']
@@ -121,7 +121,7 @@ def _make_basis(kernel, pred0, Y, exact_max, trace_tol, max_rank):
 
 # %% ../nbs/08_dimfreedecal.ipynb #035f17fc
 class DimFreeDeCal:
-    "Algorithm 1 (DimFreeDeCal): patch a predictor until the auditor finds no pair with error above 3 eps/4."
+    "Algorithm 1 (DimFreeDeCal): patch a predictor until the auditor finds no pair with error above 3 eps/4, or (early stopping) until held-out data stop improving."
     def __init__(self,
                  kernel:Kernel=None,     # the RKHS of the loss class
                  n_actions:int=2,        # |A|
@@ -139,13 +139,16 @@ class DimFreeDeCal:
                  trace_tol:float=1e-8,   # basis rank: capture 1 - trace_tol of the trace of K_v
                  max_rank:int=300,       # cap on that rank
                  verbose:bool=False,     # show a progress bar on stderr (round, audit value, square loss, elapsed)
+                 early_stopping:bool=True,        # keep the round with the lowest held-out square loss, stop when it stops falling
+                 validation_fraction:float=0.2,   # share of the sample held out for early stopping when `fit` gets no `holdout`
+                 n_iter_no_change:int=5,          # stop after this many rounds without a new lowest held-out square loss
                 ):
         if not isinstance(kernel, Kernel): raise ValueError(f"kernel: expected a deccal kernel, got {kernel!r}")
         if isinstance(n_actions, bool) or int(n_actions) != n_actions or n_actions < 1: raise ValueError(f"n_actions: must be an integer >= 1, got {n_actions!r}")
         if step not in ("theory", "line-search"): raise ValueError(f"step: must be 'theory' or 'line-search', got {step!r}")
         if sample not in ("reuse", "split"): raise ValueError(f"sample: must be 'reuse' or 'split', got {sample!r}")
         if max_rounds is not None and (isinstance(max_rounds, bool) or int(max_rounds) != max_rounds or max_rounds < 0): raise ValueError(f"max_rounds: must be an integer >= 0, got {max_rounds!r}")
-        for nm, v, lo in (('n_starts', n_starts, 0), ('maxiter', maxiter, 1), ('exact_max', exact_max, 0), ('max_rank', max_rank, 1)):
+        for nm, v, lo in (('n_starts', n_starts, 0), ('maxiter', maxiter, 1), ('exact_max', exact_max, 0), ('max_rank', max_rank, 1), ('n_iter_no_change', n_iter_no_change, 1)):
             if isinstance(v, bool) or int(v) != v or v < lo: raise ValueError(f"{nm}: must be an integer >= {lo}, got {v!r}")
         self.kernel, self.n_actions = kernel, int(n_actions)
         self.beta, self.R1, self.eps = check_positive(beta, 'beta'), check_positive(R1, 'R1'), check_positive(eps, 'eps')
@@ -153,6 +156,15 @@ class DimFreeDeCal:
         self.trace_tol = check_positive(trace_tol, 'trace_tol')
         self.step, self.max_rounds, self.sample, self.seed = step, None if max_rounds is None else int(max_rounds), sample, seed
         self.n_starts, self.maxiter, self.exact_max, self.max_rank, self.verbose = int(n_starts), int(maxiter), int(exact_max), int(max_rank), verbose
+        if not isinstance(early_stopping, (bool, np.bool_)): raise ValueError(f"early_stopping: must be True or False, got {early_stopping!r}")
+        try: vf = float(validation_fraction)
+        except (TypeError, ValueError): vf = float('nan')
+        if not 0 < vf < 1: raise ValueError(f"validation_fraction: must lie in (0, 1), got {validation_fraction!r}")
+        self.early_stopping, self.validation_fraction, self.n_iter_no_change = bool(early_stopping), vf, int(n_iter_no_change)
+
+    def _round_bound(self, R2:float) -> float:
+        "The theorem's cap on rounds, 16 R1^2 R2^2 / eps^2 (in floating point: a huge R2 or tiny eps gives inf, not an error)."
+        with np.errstate(over='ignore', divide='ignore'): return float(np.float64(16.0) * self.R1**2 * R2**2 / self.eps**2)
 
     def _directions(self, g, Gn, k, w):
         "Patch directions in whitened coordinates (A, r) for round data: g (A, r) the G_a, Gn their norms, k the rule; and the step."
@@ -179,12 +191,17 @@ def _unit(g, Gn, R1):
     "The G_a scaled to norm R1 (rows with G_a = 0 stay 0): the auditor's best loss l for the rule."
     return np.where(Gn[:, None] > 0, R1 * g / np.maximum(Gn, 1e-300)[:, None], 0.0)
 
+def _pointwise_square_loss(st:_State, py, hy, kyy) -> np.ndarray:
+    "||p(x_i) - phi(y_i)||^2 per point: ||p_i||^2 - 2 <p_i, phi(y_i)> + K(y_i, y_i), from the carried state (py = p0(x_i)(y_i), hy = <v_s, phi(y_i)>)."
+    return st.sq_norms() - 2 * (st.gamma * py + np.einsum('im,im->i', st.theta, hy)) + kyy
+
 def _fit(self:DimFreeDeCal,
          pred:Embedding,     # base predictions p0(x_i) on the calibration sample
          Y,                  # (n, d) outcomes
-         holdout:tuple=None, # optional (pred_holdout, Y_holdout): re-measure each round's witness there
+         holdout:tuple=None, # optional (pred_holdout, Y_holdout): re-measure each round there, and (early_stopping) stop on it
         ):
-    "Learn the patches from a calibration sample; returns self."
+    """Learn the patches from a calibration sample; returns self. With `early_stopping`, held-out data (`holdout`, or else a
+    `validation_fraction` of the sample, which the patches then never see) decide when to stop and which round to keep."""
     t0 = time.perf_counter()
     if not isinstance(pred, Embedding): raise ValueError(f"pred: expected an Embedding, got {pred!r}")
     k_ = self.kernel
@@ -192,12 +209,22 @@ def _fit(self:DimFreeDeCal,
     if Y.shape[1] != pred.dim: raise ValueError(f"Y: outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
     pred._check_kernel(k_)
     n, A = pred.n, self.n_actions
-    hold = None
-    if holdout is not None:
-        ph, Yh = _check_holdout(holdout, k_, pred.dim)
+    if holdout is not None: holdout = _check_holdout(holdout, k_, pred.dim)
     s0, kyy = pred.sq_norms(k_), k_.diag(Y)
     R2 = self.R2 if self.R2 is not None else float(np.sqrt(max(kyy.max(), s0.max(), 0)))
-    bound = int(np.ceil(16 * self.R1**2 * R2**2 / self.eps**2))
+    if self.early_stopping and holdout is None:        # set a validation part aside: the patches never see it
+        nv = int(round(self.validation_fraction * n))
+        if nv < 2 or n - nv < 2:
+            raise ValueError(f"validation_fraction: {self.validation_fraction:g} of a sample of {n} leaves {nv} points to validate on "
+                             f"and {n - nv} to fit (need at least 2 of each); pass holdout=(pred, Y) or early_stopping=False")
+        perm = np.random.default_rng([self.seed, 1]).permutation(n)
+        iv, it = np.sort(perm[:nv]), np.sort(perm[nv:])
+        holdout = (pred[iv], Y[iv])
+        pred, Y, s0, kyy, n = pred[it], Y[it], s0[it], kyy[it], len(it)
+    bound = self._round_bound(R2)
+    bound = int(np.ceil(bound)) if bound < 2.0**62 else float('inf')
+    if self.max_rounds is None and bound == float('inf'):
+        raise ValueError(f"max_rounds: the theorem's bound on rounds overflows (R1 = {self.R1:g}, R2 = {R2:g}, eps = {self.eps:g}); give max_rounds")
     max_rounds = bound if self.max_rounds is None else self.max_rounds
     if self.sample == "split":
         if max_rounds < 1: raise ValueError("max_rounds: sample='split' needs max_rounds >= 1")
@@ -211,51 +238,61 @@ def _fit(self:DimFreeDeCal,
     py = pred.evaluate_paired(k_, Y)                       # p0(x_i)(y_i)
     st.project(R2)
     if holdout is not None:
+        ph, Yh = holdout
         hold = _State(basis.h(ph), ph.sq_norms(k_)); hold.project(R2)
-        hold_y = basis.h_outcomes(Yh)
+        hold_y, hold_py, hold_kyy = basis.h_outcomes(Yh), ph.evaluate_paired(k_, Yh), k_.diag(Yh)
     rng = np.random.default_rng(self.seed)
-    rounds, history, U_prev = [], [], None
+    rounds, history, U_prev, held_losses = [], [], None, []
     target = 0.75 * self.eps                               # stop when the auditor finds nothing above it
+    stop = "max_rounds"
     pb = Progress(1.0, type(self).__name__, enabled=self.verbose, count=False)
     for t in range(max_rounds + 1):
-        # square loss on the whole sample: ||p_i||^2 - 2 <p_i, phi(y_i)> + K(y_i, y_i)
-        sq_loss = float(np.mean(st.sq_norms() - 2 * (st.gamma * py + np.einsum('im,im->i', st.theta, hy)) + kyy))
+        sq_loss = float(np.mean(_pointwise_square_loss(st, py, hy, kyy)))
         rec = dict(round=t, square_loss=sq_loss)
-        if t == max_rounds:
+        if holdout is not None:
+            held_losses.append(float(np.mean(_pointwise_square_loss(hold, hold_py, hold_y, hold_kyy))))
+            rec.update(holdout_square_loss=held_losses[-1])
+        if self.early_stopping and t - int(np.argmin(held_losses)) >= self.n_iter_no_change:
+            stop = "early_stopping"
+        if t == max_rounds or stop == "early_stopping":
             rec.update(audit_value=None); history.append(rec); break
-        w = np.full(n, 1.0 / n)
-        if self.sample == "split": w = np.zeros(n); w[parts[t]] = 1.0 / len(parts[t])
-        # whitened coordinates of the predictions (S) and of the residuals (T) on the sample
+        rows = parts[t] if self.sample == "split" else slice(None)   # the rows this round's audit sees
+        w = np.full(len(parts[t]) if self.sample == "split" else n, 1.0 / (len(parts[t]) if self.sample == "split" else n))
+        # whitened coordinates of the predictions (S) and of the residuals (T) on the audited rows
         Pv = st.inner_v()
-        S, T = Pv @ to_u.T, (hy - Pv) @ to_u.T
+        S, T = Pv[rows] @ to_u.T, (hy[rows] - Pv[rows]) @ to_u.T
         U, _ = _search(S, T, w, self.beta, self.R1, A, self.n_starts, rng, self.maxiter, [] if U_prev is None else [U_prev])
         U_prev = U
         C = U @ to_u                                       # l'_t as coefficients over v_S
-        k = quantal_response(st.estimates(C), self.beta)
-        g = (w[:, None] * k).T @ T                         # G_a in whitened coordinates
+        k = quantal_response(Pv @ C.T, self.beta)          # the rule's decisions on every row (the patch moves them all)
+        g = (w[:, None] * k[rows]).T @ T                   # G_a in whitened coordinates
         Gn = np.linalg.norm(g, axis=1)
         value = float(self.R1 * Gn.sum())
         rec.update(audit_value=value)
-        if hold is not None:
+        if holdout is not None:                            # the witnessed pair re-measured on held-out data
             unit = _unit(g, Gn, self.R1) @ to_u
             kh = quantal_response(hold.estimates(C), self.beta)
             gh = np.einsum('ia,ia->i', kh, hold_y @ unit.T - hold.estimates(unit))
             rec.update(holdout_value=float(gh.mean()), holdout_se=float(gh.std(ddof=1) / np.sqrt(len(gh))) if len(gh) > 1 else float('inf'))
         history.append(rec)
         pb.update(_progress_fraction(value, history[0]['audit_value'], target, t, max_rounds),
-                  f"round {t}/{max_rounds}  audit value {value:.4g} (stop at {target:.4g})  square loss {sq_loss:.5g}")
-        if value <= target: break
-        Du, eta = self._directions(g, Gn, k, w)
+                  f"round {t}/{max_rounds}  audit value {value:.4g} (stop at {target:.4g})  square loss {sq_loss:.5g}"
+                  + (f"  held out {rec['holdout_square_loss']:.5g}" if holdout is not None else ''))
+        if value <= target: stop = "target"; break
+        Du, eta = self._directions(g, Gn, k[rows], w)
         D = Du @ to_u
         KD = D @ K
         rounds.append(dict(C=C, D=D, KD=KD, eta=eta))
         st.patch(k, D, KD); st.project(R2)
-        if hold is not None:
+        if holdout is not None:
             hold.patch(quantal_response(hold.estimates(C), self.beta), D, KD); hold.project(R2)
+    best = int(np.argmin(held_losses)) if self.early_stopping else len(rounds)   # the round with the lowest held-out square loss
     last = [h['audit_value'] for h in history if h['audit_value'] is not None]
     pb.close(f"{len(rounds)} rounds, " + (f"audit value {last[0]:.4g} -> {last[-1]:.4g}, " if last else '')
-             + ("target reached" if last and last[-1] <= target else "max_rounds reached"))
-    self.basis_, self.rounds_, self.history_, self.R2_, self.round_bound_ = basis, rounds, history, R2, bound
+             + {"target": "target reached", "max_rounds": "max_rounds reached", "early_stopping": "held-out square loss stopped falling"}[stop]
+             + (f"; keeping {best} rounds" if self.early_stopping else ''))
+    self.basis_, self.rounds_, self.history_, self.R2_, self.round_bound_ = basis, rounds[:best], history, R2, bound
+    self.all_rounds_, self.best_round_, self.stop_reason_, self.n_fit_ = rounds, best, stop, n
     self.captured_trace_, self.rank_, self.seconds_ = captured, to_u.shape[0], time.perf_counter() - t0
     return self
 DimFreeDeCal.fit = _fit
@@ -342,23 +379,40 @@ def _rule_loss(self:DimFreeDeCal, t:int) -> Loss:
     "The auditor's rule loss l'_t of round t (whose quantal response drives the patch), as a `Loss`."
     self._check_fitted()
     if not 0 <= t < len(self.rounds_): raise ValueError(f"t: must lie in 0..{len(self.rounds_) - 1}, got {t!r}")
-    atoms, coef = self.basis_.expand(self.rounds_[t]['C'])
+    atoms, coef = self.basis_.expand(self.all_rounds_[t]['C'])
     return Loss(self.kernel, atoms, coef, f"rule loss of round {t}")
 DimFreeDeCal._stacked, DimFreeDeCal._replay, DimFreeDeCal._check_fitted = _stacked, _replay, _check_fitted
 DimFreeDeCal.transform, DimFreeDeCal.square_loss, DimFreeDeCal.rule_loss = _transform, _square_loss, _rule_loss
 
 # %% ../nbs/08_dimfreedecal.ipynb #3d95bc78
 def _truncated(self:DimFreeDeCal,
-               T:int,   # the number of rounds to keep, 0 .. len(rounds_)
+               T:int,   # the number of rounds to keep, 0 .. len(all_rounds_) (every round run, also those early stopping dropped)
               ) -> DimFreeDeCal:
-    "The calibrator after its first `T` rounds: transforms as `fit` with `max_rounds=T` would (sample='reuse')."
+    "The calibrator after its first `T` rounds: transforms as `fit` with `max_rounds=T` and no early stopping would (sample='reuse')."
     self._check_fitted()
-    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or not 0 <= T <= len(self.rounds_):
-        raise ValueError(f"T: must be an integer in 0..{len(self.rounds_)}, got {T!r}")
+    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or not 0 <= T <= len(self.all_rounds_):
+        raise ValueError(f"T: must be an integer in 0..{len(self.all_rounds_)}, got {T!r}")
     c = copy.copy(self)
-    c.rounds_, c.history_, c._stack_cache = self.rounds_[:T], [dict(h) for h in self.history_[:T + 1]], None
+    c.rounds_ = c.all_rounds_ = self.all_rounds_[:T]
+    c.history_, c._stack_cache, c.best_round_ = [dict(h) for h in self.history_[:T + 1]], None, int(T)
     return c
 DimFreeDeCal.truncated = _truncated
+
+# %% ../nbs/08_dimfreedecal.ipynb #e5cf69db
+@patch
+def certify(self:DimFreeDeCal,
+            pred:Embedding,            # base predictions on data the calibrator never saw
+            Y,                         # (n, d) their outcomes
+            *,
+            search_fraction:float=0.5, # share of the data the auditor searches on; the rest re-measures its witness
+            delta:float=0.05,          # 1 - confidence level of the bounds
+            seed:int=0,                # seed of the split and of the search
+            **kw,                      # passed to `audit` (n_starts, maxiter, R2, ...)
+           ) -> AuditResult:
+    "Audit the calibrated predictions of fresh data: the worst pair found on one part, re-measured on the other; `.report()` explains."
+    self._check_fitted(pred)
+    return _certify(self.transform(pred), Y, kernel=self.kernel, n_actions=self.n_actions, beta=self.beta, R1=self.R1,
+                    search_fraction=search_fraction, delta=delta, seed=seed, **kw)
 
 # %% ../nbs/08_dimfreedecal.ipynb #1d831c29
 FORMAT_VERSION = 2   # 2: basis = a subset of the generalized atoms (rank_, exact_max); files of version 1 are refused
@@ -377,7 +431,9 @@ def _kernel_from_spec(name, p):
     if name not in makers: raise ValueError(f"unknown kernel {name!r} in the file")
     return makers[name](p)
 
-_PARAMS = ('n_actions', 'beta', 'R1', 'R2', 'eps', 'step', 'max_rounds', 'sample', 'seed', 'n_starts', 'maxiter', 'exact_max', 'trace_tol', 'max_rank')
+_PARAMS = ('n_actions', 'beta', 'R1', 'R2', 'eps', 'step', 'max_rounds', 'sample', 'seed', 'n_starts', 'maxiter', 'exact_max', 'trace_tol', 'max_rank',
+           'early_stopping', 'validation_fraction', 'n_iter_no_change')
+_HISTORY_KEYS = ('round', 'square_loss', 'audit_value', 'holdout_value', 'holdout_se', 'holdout_square_loss')
 
 def _save(self:DimFreeDeCal, path):
     "Save the fitted calibrator to `path` (.npz)."
@@ -387,14 +443,14 @@ def _save(self:DimFreeDeCal, path):
     M, A = b.m, self.n_actions
     stack = lambda key: np.stack([r[key] for r in self.rounds_]) if T else np.zeros((0, A, M))
     hist = {k: np.array([np.nan if h.get(k) is None else h[k] for h in self.history_], float)
-            for k in ('round', 'square_loss', 'audit_value', 'holdout_value', 'holdout_se')}
+            for k in _HISTORY_KEYS}
     params = {k: getattr(self, k) for k in _PARAMS}
     np.savez(path, format=np.array('deccal-calibrator'), version=np.array(FORMAT_VERSION), cls=np.array(type(self).__name__),
              kernel_name=np.array(kname), kernel_params=kp, params=np.array(repr(params)),
              extra=np.array(repr(self._extra_params())),
              Y=b.Y, K=b.K, Z=p0.Z, W=p0.W, V=p0.V, theta=p0.theta, gamma=p0.gamma,
              C=stack('C'), D=stack('D'), KD=stack('KD'), eta=np.array([r['eta'] for r in self.rounds_], float),
-             R2_=np.array(self.R2_), round_bound_=np.array(self.round_bound_), captured_trace_=np.array(self.captured_trace_), rank_=np.array(self.rank_),
+             R2_=np.array(self.R2_), round_bound_=np.array(float(self.round_bound_)), best_round_=np.array(self.best_round_), stop_reason_=np.array(self.stop_reason_), captured_trace_=np.array(self.captured_trace_), rank_=np.array(self.rank_),
              **{'hist_' + k: v for k, v in hist.items()})
 
 def _extra_params(self:DimFreeDeCal) -> dict: return {}
@@ -420,12 +476,16 @@ def load_calibrator(path) -> DimFreeDeCal:
             params = ast.literal_eval(str(f['params'])); extra = ast.literal_eval(str(f['extra']))
             obj = cls(kernel=kernel, **params, **extra)
             obj.basis_ = _Basis(kernel, f['Y'], Embedding(f['Z'], f['W'], f['V'], f['theta'], f['gamma']), K=f['K'])
-            obj.rounds_ = [dict(C=c, D=d, KD=kd, eta=float(e)) for c, d, kd, e in zip(f['C'], f['D'], f['KD'], f['eta'])]
-            keys = ('round', 'square_loss', 'audit_value', 'holdout_value', 'holdout_se')
+            obj.rounds_ = obj.all_rounds_ = [dict(C=c, D=d, KD=kd, eta=float(e)) for c, d, kd, e in zip(f['C'], f['D'], f['KD'], f['eta'])]
+            keys = [k for k in _HISTORY_KEYS if 'hist_' + k in f.files]
             cols = [f['hist_' + k] for k in keys]
             obj.history_ = [{k: (None if np.isnan(v) else (int(v) if k == 'round' else float(v))) for k, v in zip(keys, row)
                              if not (k.startswith('holdout') and np.isnan(v))} for row in zip(*cols)]
-            obj.R2_, obj.round_bound_, obj.captured_trace_, obj.rank_ = float(f['R2_']), int(f['round_bound_']), float(f['captured_trace_']), int(f['rank_'])
+            rb = float(f['round_bound_'])
+            obj.R2_, obj.round_bound_, obj.captured_trace_, obj.rank_ = float(f['R2_']), int(rb) if np.isfinite(rb) else rb, float(f['captured_trace_']), int(f['rank_'])
+            obj.best_round_ = int(f['best_round_']) if 'best_round_' in f.files else len(obj.rounds_)
+            obj.stop_reason_ = str(f['stop_reason_']) if 'stop_reason_' in f.files else 'unknown'
+            if obj.best_round_ != len(obj.rounds_): raise ValueError(f"best_round_ = {obj.best_round_} but {len(obj.rounds_)} rounds stored")
         except KeyError as e: raise ValueError(f"path: {str(path)!r} is not a deccal calibrator file (missing {e})") from None
         except ValueError as e:
             if str(e).startswith('path:'): raise

@@ -16,9 +16,11 @@ class ZhaoDeCal(DimFreeDeCal):
     def __init__(self, kernel=None, n_actions:int=2, beta:float=10.0, R1:float=1.0, R2:float=None, eps:float=0.05,
                  regularizer:float=1.0,  # lambda; 1 as in the paper, 0 is the unregularized original
                  max_rounds:int=None, sample:str="reuse", seed:int=0, n_starts:int=2, maxiter:int=100,
-                 exact_max:int=500, trace_tol:float=1e-8, max_rank:int=300, verbose:bool=False, step:str="theory"):
+                 exact_max:int=500, trace_tol:float=1e-8, max_rank:int=300, verbose:bool=False, step:str="theory",
+                 early_stopping:bool=True, validation_fraction:float=0.2, n_iter_no_change:int=5):
         super().__init__(kernel=kernel, n_actions=n_actions, beta=beta, R1=R1, R2=R2, eps=eps, step=step, max_rounds=max_rounds,
-                         sample=sample, seed=seed, n_starts=n_starts, maxiter=maxiter, exact_max=exact_max, trace_tol=trace_tol, max_rank=max_rank, verbose=verbose)
+                         sample=sample, seed=seed, n_starts=n_starts, maxiter=maxiter, exact_max=exact_max, trace_tol=trace_tol, max_rank=max_rank, verbose=verbose,
+                         early_stopping=early_stopping, validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change)
         try: r = float(regularizer)
         except (TypeError, ValueError): raise ValueError(f"regularizer: expected a number >= 0, got {regularizer!r}") from None
         if not (np.isfinite(r) and r >= 0): raise ValueError(f"regularizer: must be a finite number >= 0, got {regularizer!r}")
@@ -33,6 +35,13 @@ class ZhaoDeCal(DimFreeDeCal):
             raise ValueError(f"regularizer: D_hat + {self.regularizer:g} I is singular (smallest eigenvalue {ev.min():.3g}): some action is "
                              "(almost) never chosen by the audited rule; the unregularized patch is undefined. Use regularizer > 0 (the paper uses 1).")
         return np.linalg.solve(M, g), 1.0
+
+    def _round_bound(self, R2:float) -> float:
+        """Cap on rounds from the potential argument on the calibration sample: each round lowers the sample's square loss by
+        at least c sum_a ||G_a||^2 >= c (value / R1)^2 / |A| with c = (1 + 2 lambda) / (1 + lambda)^2, and value > 3 eps / 4,
+        so at most 4 R2^2 |A| R1^2 16 / (9 c eps^2) rounds (the factor |A| of the paper's proof is kept)."""
+        c = (1 + 2 * self.regularizer) / (1 + self.regularizer)**2
+        with np.errstate(over='ignore', divide='ignore'): return float(np.float64(64.0) * self.n_actions * self.R1**2 * R2**2 / (9 * c * self.eps**2))
 
     def _extra_params(self): return dict(regularizer=self.regularizer)
 

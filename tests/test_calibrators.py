@@ -108,7 +108,7 @@ def test_exactness_against_explicit_feature_space(name, kernel, kw):
     new = Embedding.from_points(rng.uniform(-1.5, 1.5, (40, 2)))
     cls = ZhaoDeCal if name.startswith('zhao') else DimFreeDeCal
     cal = cls(kernel=kernel, n_actions=3, beta=beta, R1=R1, R2=R2, eps=eps, max_rounds=4,
-              n_starts=1, maxiter=40, **kw).fit(pred, Y)
+              n_starts=1, maxiter=40, early_stopping=False, **kw).fit(pred, Y)
     assert len(cal.rounds_) >= 2, "the case must exercise several rounds"
     Us = explicit_rules(cal, kernel)
     method = 'zhao' if cls is ZhaoDeCal else kw['step']
@@ -138,7 +138,7 @@ def test_transform_of_sample_reproduces_fitted_square_loss_rbf():
     pred, Y = make(120, d=3, seed=3)
     k = RBF(0.5)
     cal = DimFreeDeCal(kernel=k, n_actions=3, beta=10.0, eps=0.02, step='line-search', max_rounds=4,
-                       n_starts=1, maxiter=40).fit(pred, Y)
+                       n_starts=1, maxiter=40, early_stopping=False).fit(pred, Y)
     assert len(cal.rounds_) == 4
     close(cal.transform(pred).sq_error(k, Y).mean(), cal.history_[-1]['square_loss'])
 
@@ -147,18 +147,21 @@ def test_transform_of_sample_reproduces_fitted_square_loss_rbf():
 @pytest.mark.parametrize('kernel', [RBF(1.0), Polynomial(2, 1.0)], ids=['rbf', 'poly2'])
 def test_theorem_theory_step(kernel):
     """Square loss never rises, at most 16 R1^2 R2^2 / eps^2 rounds, final audit value <= eps (the loop stops
-    at 3 eps / 4); each round lowers the sample square loss by at least eta * 3 eps / 4 - eta^2 R1^2 =
-    eps^2 / (8 R1^2) (the proof's bound with the empirical threshold)."""
+    at 3 eps / 4); on the sample (no early stopping) each round lowers the square loss by at least
+    2 eta v_t - eta^2 R1^2 for its audit value v_t, which is more than eps^2 / (2 R1^2) since v_t > 3 eps / 4."""
     R1, eps = 1.0, 0.15
     pred, Y = make(100, seed=4)
-    cal = DimFreeDeCal(kernel=kernel, n_actions=3, beta=5.0, R1=R1, eps=eps, step='theory', maxiter=60).fit(pred, Y)
+    cal = DimFreeDeCal(kernel=kernel, n_actions=3, beta=5.0, R1=R1, eps=eps, step='theory', maxiter=60,
+                       early_stopping=False).fit(pred, Y)
     R2 = cal.R2_
     bound = 16 * R1 ** 2 * R2 ** 2 / eps ** 2
     losses = np.array([h['square_loss'] for h in cal.history_])
     assert len(cal.rounds_) >= 3, "the case must exercise several rounds"
     assert len(cal.rounds_) <= bound
     assert np.all(np.diff(losses) <= 1e-12)
-    assert np.all(-np.diff(losses) >= eps ** 2 / (8 * R1 ** 2) - 1e-12)
+    eta, v = eps / (2 * R1 ** 2), np.array([h['audit_value'] for h in cal.history_[:-1]])
+    assert np.all(-np.diff(losses) >= 2 * eta * v - eta ** 2 * R1 ** 2 - 1e-12)
+    assert np.all(-np.diff(losses) >= eps ** 2 / (2 * R1 ** 2) - 1e-12)
     assert cal.history_[-1]['audit_value'] <= 0.75 * eps <= eps
     assert all(h['audit_value'] > 0.75 * eps for h in cal.history_[:-1])
 
@@ -166,12 +169,12 @@ def test_theorem_theory_step(kernel):
 def test_line_search_never_raises_square_loss():
     pred, Y = make(100, seed=5)
     cal = DimFreeDeCal(kernel=RBF(1.0), n_actions=3, beta=5.0, R1=1.0, eps=0.05, step='line-search',
-                       max_rounds=12, maxiter=60).fit(pred, Y)
+                       max_rounds=12, maxiter=60, early_stopping=False).fit(pred, Y)
     losses = np.array([h['square_loss'] for h in cal.history_])
     assert len(losses) >= 4 and np.all(np.diff(losses) <= 1e-12)
     # the exact line search beats the theory step on the same first round
     th = DimFreeDeCal(kernel=RBF(1.0), n_actions=3, beta=5.0, R1=1.0, eps=0.05, step='theory', max_rounds=1,
-                      maxiter=60).fit(pred, Y)
+                      maxiter=60, early_stopping=False).fit(pred, Y)
     assert cal.history_[1]['square_loss'] <= th.history_[1]['square_loss'] + 1e-12
 
 
@@ -182,7 +185,7 @@ def test_split_sample_audits_fresh_parts():
     pred, Y = make(120, seed=6)
     kernel, beta, R1, R2, T = Polynomial(2, 1.0), 5.0, 1.0, 3.0, 3
     kw = dict(kernel=kernel, n_actions=3, beta=beta, R1=R1, R2=R2, eps=0.01, max_rounds=T, n_starts=1, maxiter=40,
-              step='line-search')
+              step='line-search', early_stopping=False)
     sp = DimFreeDeCal(sample='split', seed=7, **kw).fit(pred, Y)
     assert len(sp.rounds_) == T
     parts = np.array_split(np.random.default_rng(7).permutation(120), T)
@@ -209,7 +212,8 @@ def test_norms_at_most_R2(cls):
     pred, Y = make(80, seed=7)
     k = RBF(1.0)
     R2 = 0.6
-    cal = cls(kernel=k, n_actions=3, beta=5.0, R2=R2, eps=0.01, max_rounds=3, n_starts=1, maxiter=40).fit(pred, Y)
+    cal = cls(kernel=k, n_actions=3, beta=5.0, R2=R2, eps=0.01, max_rounds=3, n_starts=1, maxiter=40,
+              early_stopping=False).fit(pred, Y)
     assert len(cal.rounds_) == 3
     new = Embedding.from_points(np.random.default_rng(8).uniform(-3, 3, (200, 2)))
     for base in (pred, new):
@@ -352,7 +356,7 @@ def test_truncated_is_a_shorter_fit(cls):
     "cal.truncated(T) transforms exactly as a fit stopped by max_rounds=T (the rounds do not depend on when one stops)."
     pred, Y = make(80, seed=19)
     new = make(30, seed=20)[0]
-    kw = dict(kernel=RBF(1.0), n_actions=2, beta=5.0, eps=1e-3, n_starts=1, maxiter=30)
+    kw = dict(kernel=RBF(1.0), n_actions=2, beta=5.0, eps=1e-3, n_starts=1, maxiter=30, early_stopping=False)
     full = cls(max_rounds=4, **kw).fit(pred, Y)
     assert len(full.rounds_) == 4
     for T in (1, 3):
