@@ -7,7 +7,7 @@ Prints figures; it is not a test.  Usage:
     python bench/audit.py --n 5000 10000  # chosen sizes
     python bench/audit.py --n 5000 --kw n_starts=3 maxiter=100   # audit() keyword arguments (for profiling)
 
-Scenario (from the issue): point forecasts in R^3 (`Embedding.from_points`), RBF kernel with gamma = 0.5,
+Scenario: point forecasts in R^3 (`Embedding.from_points`), RBF kernel with gamma = 0.5,
 5 actions, beta = 10, R1 = 1, every other audit() parameter at its default.  Data (fixed seed):
 x ~ N(0, I_3), predictions 0.8 x (miscalibrated), outcomes x + 0.3 N(0, I_3).
 Targets: n = 5,000 in at most 10 s on 2 cores; time growing no faster than n^2 up to n = 20,000;

@@ -1,4 +1,4 @@
-"""Checks of the definitions (issue: package, CI and definitions notebooks), through the public names only.
+"""Checks of the definitions through the public names only.
 
 References here are computed independently of deccal: direct NumPy formulas, closed forms and
 Monte Carlo estimates with their standard errors.

@@ -14,7 +14,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 NBS = ROOT/'nbs'
 INSTALL = 'apt-get update && apt-get install -y chromium chromium-driver'
-# the sidebar's order, as the issue asks: introduction, definitions, lower bound, uniform convergence and
+# the sidebar's order, the paper's: introduction, definitions, lower bound, uniform convergence and
 # auditing, DimFreeDeCal, Zhao extension, tutorials, command line (then the namespace page)
 ORDER = ['index.ipynb', '00_checks.ipynb', '01_kernels.ipynb', '02_losses.ipynb', '03_embedding.ipynb',
          '04_decisions.ipynb', '05_lower_bound.ipynb', '06_audit.ipynb', '07_uniform_convergence.ipynb',
@@ -81,7 +81,7 @@ def test_sidebar_yml_lists_every_notebook_in_order():
     missing = [n for n in _notebooks() if n not in listed and not fnmatch(n, TUTORIAL)]
     assert not missing, f'notebooks missing from nbs/sidebar.yml: {missing}'
     expected = [n for n in ORDER if n != 'TUTORIALS' and n in _notebooks()]
-    assert [n for n in listed if n in expected] == expected, 'nbs/sidebar.yml is not in the order of the issue'
+    assert [n for n in listed if n in expected] == expected, "nbs/sidebar.yml is not in the paper's order"
     assert len(listed) == len(set(listed)), 'a notebook is listed twice in nbs/sidebar.yml'
     quarto = yaml.safe_load((NBS/'_quarto.yml').read_text(encoding='utf-8'))
     assert quarto['project']['type'] == 'website' and 'sidebar.yml' in quarto['metadata-files']
@@ -142,7 +142,7 @@ def test_sidebar_order_in_site(site, browser):
     expected = []
     for n in ORDER:
         expected += tutorials if n == 'TUTORIALS' else [n] if n in got else []
-    # the issue's order (other notebooks, e.g. 80_plots, may sit between), every notebook once
+    # the paper's order (other notebooks, e.g. 80_plots, may sit between), every notebook once
     assert [n for n in got if n in expected] == expected, got
     assert sorted(got) == _notebooks(), 'pages and notebooks differ'
     browser.get((folder/'index.html').as_uri())
