@@ -256,8 +256,8 @@ def _fit(self:DimFreeDeCal,
             stop = "early_stopping"
         if t == max_rounds or stop == "early_stopping":
             rec.update(audit_value=None); history.append(rec); break
-        rows = parts[t] if self.sample == "split" else slice(None)   # the rows this round's audit sees
-        w = np.full(len(parts[t]) if self.sample == "split" else n, 1.0 / (len(parts[t]) if self.sample == "split" else n))
+        rows, m_t = (parts[t], len(parts[t])) if self.sample == "split" else (slice(None), n)   # the rows this round's audit sees
+        w = np.full(m_t, 1.0 / m_t)
         # whitened coordinates of the predictions (S) and of the residuals (T) on the audited rows
         Pv = st.inner_v()
         S, T = Pv[rows] @ to_u.T, (hy[rows] - Pv[rows]) @ to_u.T
