@@ -195,7 +195,8 @@ def _pointwise_square_loss(st:_State, py, hy, kyy) -> np.ndarray:
     "||p(x_i) - phi(y_i)||^2 per point: ||p_i||^2 - 2 <p_i, phi(y_i)> + K(y_i, y_i), from the carried state (py = p0(x_i)(y_i), hy = <v_s, phi(y_i)>)."
     return st.sq_norms() - 2 * (st.gamma * py + np.einsum('im,im->i', st.theta, hy)) + kyy
 
-def _fit(self:DimFreeDeCal,
+@patch
+def fit(self:DimFreeDeCal,
          pred:Embedding,     # base predictions p0(x_i) on the calibration sample
          Y,                  # (n, d) outcomes
          holdout:tuple=None, # optional (pred_holdout, Y_holdout): re-measure each round there, and (early_stopping) stop on it
@@ -295,9 +296,9 @@ def _fit(self:DimFreeDeCal,
     self.all_rounds_, self.best_round_, self.stop_reason_, self.n_fit_ = rounds, best, stop, n
     self.captured_trace_, self.rank_, self.seconds_ = captured, to_u.shape[0], time.perf_counter() - t0
     return self
-DimFreeDeCal.fit = _fit
 
 # %% ../nbs/08_dimfreedecal.ipynb #662d0c8d
+@patch
 def _stacked(self:DimFreeDeCal) -> dict:
     "Per-round quantities stacked over rounds, computed once: C, D (T A, m), and the (T A, T A) blocks D K C^T and D K D^T."
     if getattr(self, '_stack_cache', None) is None or self._stack_cache[0] is not self.rounds_:
@@ -308,6 +309,7 @@ def _stacked(self:DimFreeDeCal) -> dict:
         self._stack_cache = (self.rounds_, dict(C=C, D=D, BC=KD @ C.T, GD=KD @ D.T))
     return self._stack_cache[1]
 
+@patch
 def _replay(self:DimFreeDeCal, pred:Embedding) -> tuple:
     """The state of `pred` after all fitted rounds, as p(x) = c(x) q(x), q(x) = p0(x) + sum_t a_t(x) . d_t: returns c (N,), a (N, T A) and ||q(x)||^2.
     Per round only an (N, t A) x (t A, 2 A) product: the inner products the loop needs come from h D^T, h C^T and the stacked blocks."""
@@ -332,7 +334,8 @@ def _replay(self:DimFreeDeCal, pred:Embedding) -> tuple:
         c = np.minimum(c, R2 / np.sqrt(np.maximum(n2, 1e-300)))    # projection onto the ball of radius R2
     return c, a, n2
 
-def _check_fitted(self, pred=None):
+@patch
+def _check_fitted(self:DimFreeDeCal, pred=None):
     "Refuse an unfitted calibrator, and (if given) predictions it cannot transform."
     if not hasattr(self, 'rounds_'): raise ValueError("the calibrator is not fitted: call fit first")
     if pred is None: return
@@ -340,7 +343,8 @@ def _check_fitted(self, pred=None):
     if pred.dim != self.basis_.P.dim: raise ValueError(f"pred: predictions on R^{pred.dim}, the calibrator was fitted on R^{self.basis_.P.dim}")
     pred._check_kernel(self.kernel)
 
-def _transform(self:DimFreeDeCal, pred:Embedding) -> Embedding:
+@patch
+def transform(self:DimFreeDeCal, pred:Embedding) -> Embedding:
     "Calibrated predictions for new base predictions `pred` (same kind as the fitted ones), in batches."
     self._check_fitted(pred)
     b, S = self.basis_, self._stacked()
@@ -358,7 +362,8 @@ def _transform(self:DimFreeDeCal, pred:Embedding) -> Embedding:
         gamma[i0:i0 + step] = c
     return Embedding(pred.Z, pred.W, V, theta, gamma)
 
-def _square_loss(self:DimFreeDeCal,
+@patch
+def square_loss(self:DimFreeDeCal,
                  pred:Embedding,  # base predictions p0(x_i)
                  Y,               # (N, d) outcomes
                 ) -> float:
@@ -375,17 +380,17 @@ def _square_loss(self:DimFreeDeCal,
         total += float(np.sum(c**2 * n2 - 2 * c * qy + self.kernel.diag(Yp)))
     return total / pred.n
 
-def _rule_loss(self:DimFreeDeCal, t:int) -> Loss:
+@patch
+def rule_loss(self:DimFreeDeCal, t:int) -> Loss:
     "The auditor's rule loss l'_t of round t (whose quantal response drives the patch), as a `Loss`."
     self._check_fitted()
     if not 0 <= t < len(self.rounds_): raise ValueError(f"t: must lie in 0..{len(self.rounds_) - 1}, got {t!r}")
     atoms, coef = self.basis_.expand(self.all_rounds_[t]['C'])
     return Loss(self.kernel, atoms, coef, f"rule loss of round {t}")
-DimFreeDeCal._stacked, DimFreeDeCal._replay, DimFreeDeCal._check_fitted = _stacked, _replay, _check_fitted
-DimFreeDeCal.transform, DimFreeDeCal.square_loss, DimFreeDeCal.rule_loss = _transform, _square_loss, _rule_loss
 
 # %% ../nbs/08_dimfreedecal.ipynb #3d95bc78
-def _truncated(self:DimFreeDeCal,
+@patch
+def truncated(self:DimFreeDeCal,
                T:int,   # the number of rounds to keep, 0 .. len(all_rounds_) (every round run, also those early stopping dropped)
               ) -> DimFreeDeCal:
     "The calibrator after its first `T` rounds: transforms as `fit` with `max_rounds=T` and no early stopping would (sample='reuse')."
@@ -396,7 +401,6 @@ def _truncated(self:DimFreeDeCal,
     c.rounds_ = c.all_rounds_ = self.all_rounds_[:T]
     c.history_, c._stack_cache, c.best_round_ = [dict(h) for h in self.history_[:T + 1]], None, int(T)
     return c
-DimFreeDeCal.truncated = _truncated
 
 # %% ../nbs/08_dimfreedecal.ipynb #e5cf69db
 @patch
@@ -435,7 +439,8 @@ _PARAMS = ('n_actions', 'beta', 'R1', 'R2', 'eps', 'step', 'max_rounds', 'sample
            'early_stopping', 'validation_fraction', 'n_iter_no_change')
 _HISTORY_KEYS = ('round', 'square_loss', 'audit_value', 'holdout_value', 'holdout_se', 'holdout_square_loss')
 
-def _save(self:DimFreeDeCal, path):
+@patch
+def save(self:DimFreeDeCal, path):
     "Save the fitted calibrator to `path` (.npz)."
     self._check_fitted()
     kname, kp = _kernel_spec(self.kernel)
@@ -453,8 +458,8 @@ def _save(self:DimFreeDeCal, path):
              R2_=np.array(self.R2_), round_bound_=np.array(float(self.round_bound_)), best_round_=np.array(self.best_round_), stop_reason_=np.array(self.stop_reason_), captured_trace_=np.array(self.captured_trace_), rank_=np.array(self.rank_),
              **{'hist_' + k: v for k, v in hist.items()})
 
+@patch
 def _extra_params(self:DimFreeDeCal) -> dict: return {}
-DimFreeDeCal.save, DimFreeDeCal._extra_params = _save, _extra_params
 _CALIBRATORS['DimFreeDeCal'] = DimFreeDeCal
 
 def load_calibrator(path) -> DimFreeDeCal:
