@@ -164,7 +164,7 @@ class DimFreeDeCal:
 
     def _round_bound(self, R2:float) -> float:
         "The theorem's cap on rounds, 16 R1^2 R2^2 / eps^2 (in floating point: a huge R2 or tiny eps gives inf, not an error)."
-        with np.errstate(over='ignore', divide='ignore'): return float(np.float64(16.0) * self.R1**2 * R2**2 / self.eps**2)
+        with np.errstate(over='ignore', divide='ignore'): return float(16.0 * np.float64(self.R1)**2 * np.float64(R2)**2 / np.float64(self.eps)**2)
 
     def _directions(self, g, Gn, k, w):
         "Patch directions in whitened coordinates (A, r) for round data: g (A, r) the G_a, Gn their norms, k the rule; and the step."

@@ -41,7 +41,8 @@ class ZhaoDeCal(DimFreeDeCal):
         at least c sum_a ||G_a||^2 >= c (value / R1)^2 / |A| with c = (1 + 2 lambda) / (1 + lambda)^2, and value > 3 eps / 4,
         so at most 4 R2^2 |A| R1^2 16 / (9 c eps^2) rounds (the factor |A| of the paper's proof is kept)."""
         c = (1 + 2 * self.regularizer) / (1 + self.regularizer)**2
-        with np.errstate(over='ignore', divide='ignore'): return float(np.float64(64.0) * self.n_actions * self.R1**2 * R2**2 / (9 * c * self.eps**2))
+        with np.errstate(over='ignore', divide='ignore'):
+            return float(64.0 * self.n_actions * np.float64(self.R1)**2 * np.float64(R2)**2 / (9 * c * np.float64(self.eps)**2))
 
     def _extra_params(self): return dict(regularizer=self.regularizer)
 

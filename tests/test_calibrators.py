@@ -367,3 +367,14 @@ def test_truncated_is_a_shorter_fit(cls):
     assert len(full.rounds_) == 4                                           # the original is untouched
     with pytest.raises(ValueError, match='T: must be an integer'):
         full.truncated(5)
+
+
+@pytest.mark.parametrize('cls', [DimFreeDeCal, ZhaoDeCal])
+def test_round_bound_overflow_is_inf_when_max_rounds_given(cls):
+    "The theorem's bound is only a default for max_rounds: a huge R2 or a tiny eps gives inf, not an OverflowError."
+    pred, Y = make(40, seed=21)
+    for big in (dict(R2=1e200), dict(eps=1e-200)):
+        cal = cls(kernel=Linear(), n_actions=2, max_rounds=1, early_stopping=False, **big).fit(pred, Y)
+        assert cal.round_bound_ == float('inf') and len(cal.history_) >= 1
+        with pytest.raises(ValueError, match='^max_rounds: the theorem'):
+            cls(kernel=Linear(), n_actions=2, early_stopping=False, **big).fit(pred, Y)
