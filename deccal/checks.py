@@ -131,13 +131,20 @@ class Progress:
     def __exit__(self, *exc): self.close()
 
 # %% ../nbs/00_checks.ipynb #8622819b
-def patch(f):
+def patch(f=None, *,
+          cls_method:bool=False,     # add `f` as a classmethod (its first parameter, the class, carries the annotation)
+          static_method:bool=False,  # add `f` as a staticmethod
+         ):
     "Decorator: add `f` to the class annotated on its first parameter, under its own name (fastcore's `@patch`, without fastcore)."
+    if f is None: return lambda g: _patch_to(g, cls_method, static_method, sys._getframe(1).f_globals)
+    return _patch_to(f, cls_method, static_method, sys._getframe(1).f_globals)
+
+def _patch_to(f, cls_method, static_method, glb):
     import inspect
     first = next(iter(inspect.signature(f).parameters), None)
     ann = f.__annotations__.get(first) if first else None
     if ann is None: raise TypeError(f"patch: the first parameter of {f.__name__} needs a class annotation")
     cls = eval(ann, f.__globals__) if isinstance(ann, str) else ann
     f.__qualname__ = f"{cls.__name__}.{f.__name__}"
-    setattr(cls, f.__name__, f)
-    return sys._getframe(1).f_globals.get(f.__name__)
+    setattr(cls, f.__name__, classmethod(f) if cls_method else staticmethod(f) if static_method else f)
+    return glb.get(f.__name__)

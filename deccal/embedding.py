@@ -5,7 +5,7 @@
 # %% ../nbs/03_embedding.ipynb #be192593
 from __future__ import annotations
 import numpy as np
-from .checks import check_array, as_points, check_rows
+from .checks import check_array, as_points, check_rows, patch
 from .kernels import Kernel, MEMORY_BUDGET
 from .losses import Loss
 
@@ -54,14 +54,14 @@ class Embedding:
         return f"Embedding(n={self.n}, d={self.dim}, own atoms={self.Z.shape[1]}, shared atoms={self.V.shape[0]})"
 
 # %% ../nbs/03_embedding.ipynb #ceb8c353
-@classmethod
-def _from_points(cls, Y_hat): # (n, d) point forecasts, or (n,) for d = 1
+@patch(cls_method=True)
+def from_points(cls:Embedding, Y_hat): # (n, d) point forecasts, or (n,) for d = 1
     "Point forecasts: p(x_i) = phi(Y_hat[i])."
     Y_hat = as_points(Y_hat, 'Y_hat')
     return cls(Y_hat[:, None, :], np.ones((len(Y_hat), 1)))
 
-@classmethod
-def _from_samples(cls, S,          # (n, B, d) samples or ensemble members per context, or (n, B) for d = 1
+@patch(cls_method=True)
+def from_samples(cls:Embedding, S,          # (n, B, d) samples or ensemble members per context, or (n, B) for d = 1
                   weights=None,    # (n, B) weights (default 1/B each)
                  ):
     "Samples from a predictive distribution: p(x_i) = mean_b phi(S[i, b]) (or a weighted mean)."
@@ -72,8 +72,8 @@ def _from_samples(cls, S,          # (n, B, d) samples or ensemble members per c
     if W.shape != S.shape[:2]: raise ValueError(f"weights: shape {W.shape}, expected {S.shape[:2]}")
     return cls(S, W)
 
-@classmethod
-def _from_probs(cls, P,           # (n, C) class probabilities, rows summing to 1
+@patch(cls_method=True)
+def from_probs(cls:Embedding, P,           # (n, C) class probabilities, rows summing to 1
                 classes=None,     # (C, d) the outcome vector of each class (default: one-hot, d = C)
                 atol:float=1e-6,  # tolerance on the row sums
                ):
@@ -86,10 +86,9 @@ def _from_probs(cls, P,           # (n, C) class probabilities, rows summing to 
     check_rows(P.shape[1], classes, 'classes', 'P (columns)')
     return cls(np.zeros((len(P), 0, classes.shape[1])), np.zeros((len(P), 0)), classes, P)
 
-Embedding.from_points, Embedding.from_samples, Embedding.from_probs = _from_points, _from_samples, _from_probs
-
 # %% ../nbs/03_embedding.ipynb #d6b0ad32
-def _loss_estimates(self:Embedding, loss:Loss) -> np.ndarray:
+@patch
+def loss_estimates(self:Embedding, loss:Loss) -> np.ndarray:
     "f_p(x_i, a, loss) = <r_loss(a), p(x_i)>: shape (n, A)."
     if not isinstance(loss, Loss): raise ValueError(f"loss: expected a deccal Loss, got {loss!r}")
     if loss.dim != self.dim: raise ValueError(f"loss: is on R^{loss.dim} but the predictions are on R^{self.dim}")
@@ -100,16 +99,17 @@ def _loss_estimates(self:Embedding, loss:Loss) -> np.ndarray:
             own = loss.value(self.Z[i0:i1].reshape(-1, d)).reshape(i1 - i0, B, -1)
             F[i0:i1] += self.gamma[i0:i1, None] * np.einsum('ib,iba->ia', self.W[i0:i1], own)
     return F
-Embedding.loss_estimates = _loss_estimates
 
 # %% ../nbs/03_embedding.ipynb #3ab009ad
+@patch
 def _check_kernel(self:Embedding, kernel:Kernel):
     "Check that every atom lies in `kernel`'s domain (with an error naming the atoms)."
     if not isinstance(kernel, Kernel): raise ValueError(f"kernel: expected a deccal kernel, got {kernel!r}")
     if self.Z.shape[1]: kernel.check(self.Z.reshape(-1, self.dim), 'pred (atoms)')
     if self.V.shape[0]: kernel.check(self.V, 'pred (shared atoms)')
 
-def _evaluate(self:Embedding, kernel:Kernel,
+@patch
+def evaluate(self:Embedding, kernel:Kernel,
               U,   # (m, d) points
              ) -> np.ndarray:
     "p(x_i)(u_j) = <p(x_i), phi(u_j)>: shape (n, m)."
@@ -132,7 +132,8 @@ def _evaluate(self:Embedding, kernel:Kernel,
             else: out[i0:i1] = own
     return out
 
-def _evaluate_paired(self:Embedding, kernel:Kernel,
+@patch
+def evaluate_paired(self:Embedding, kernel:Kernel,
                      Y,   # (n, d) one point per prediction
                     ) -> np.ndarray:
     "p(x_i)(y_i) = <p(x_i), phi(y_i)>: shape (n,)."
@@ -148,7 +149,8 @@ def _evaluate_paired(self:Embedding, kernel:Kernel,
         out += self.gamma * np.einsum('ib,ib->i', self.W, K)
     return out
 
-def _inner(self:Embedding, kernel:Kernel,
+@patch
+def inner(self:Embedding, kernel:Kernel,
            other:Embedding=None,  # another set of predictions (default: self)
           ) -> np.ndarray:
     "<p(x_i), q(x'_j)>: shape (n, n_other)."
@@ -179,7 +181,8 @@ def _inner(self:Embedding, kernel:Kernel,
             else: out[i0:i1] = part
     return out
 
-def _sq_norms(self:Embedding, kernel:Kernel) -> np.ndarray:
+@patch
+def sq_norms(self:Embedding, kernel:Kernel) -> np.ndarray:
     "||p(x_i)||^2 in the RKHS: shape (n,)."
     self._check_kernel(kernel)
     n, B, d = self.Z.shape
@@ -198,18 +201,17 @@ def _sq_norms(self:Embedding, kernel:Kernel) -> np.ndarray:
                 out[i0:i1] += 2 * g * np.einsum('ib,ibm,im->i', Wb, Kzv, self.theta[i0:i1])
     return out
 
-def _sq_error(self:Embedding, kernel:Kernel,
+@patch
+def sq_error(self:Embedding, kernel:Kernel,
               Y,   # (n, d) realized outcomes
              ) -> np.ndarray:
     "The square loss ||p(x_i) - phi(y_i)||^2 per row, shape (n,) (clipped at 0 against rounding)."
     Y = kernel.check(Y, 'Y'); check_rows(self.n, Y, 'Y', 'pred')
     return np.maximum(self.sq_norms(kernel) - 2 * self.evaluate_paired(kernel, Y) + kernel.diag(Y), 0.0)
 
-Embedding._check_kernel, Embedding.evaluate, Embedding.evaluate_paired = _check_kernel, _evaluate, _evaluate_paired
-Embedding.inner, Embedding.sq_norms, Embedding.sq_error = _inner, _sq_norms, _sq_error
-
 # %% ../nbs/03_embedding.ipynb #425371f9
-def _patch(self:Embedding,
+@patch
+def patch(self:Embedding,
            V,       # (m, d) new shared atoms
            theta,   # (n, m) their weights in each prediction
           ) -> Embedding:
@@ -219,12 +221,14 @@ def _patch(self:Embedding,
     if theta.shape != (self.n, len(V)): raise ValueError(f"theta: shape {theta.shape}, expected {(self.n, len(V))}")
     return Embedding(self.Z, self.W, np.vstack([self.V, V]), np.hstack([self.theta, theta]), self.gamma)
 
-def _scale(self:Embedding, s) -> Embedding:
+@patch
+def scale(self:Embedding, s) -> Embedding:
     "s_i * p(x_i), as a new Embedding (`s` a number or an (n,) array)."
     s = np.broadcast_to(check_array(s, 's', ndim=(0, 1), nonempty=False), (self.n,))
     return Embedding(self.Z, self.W, self.V, self.theta * s[:, None], self.gamma * s)
 
-def _project(self:Embedding, kernel:Kernel,
+@patch
+def project(self:Embedding, kernel:Kernel,
              radius:float,  # R2: the radius of the ball
             ) -> Embedding:
     "Project each p(x_i) onto the RKHS ball of radius `radius`."
@@ -233,12 +237,14 @@ def _project(self:Embedding, kernel:Kernel,
     norms = np.sqrt(self.sq_norms(kernel))
     return self.scale(np.where(norms > radius, radius / np.maximum(norms, 1e-300), 1.0))
 
-Embedding.patch, Embedding.scale, Embedding.project = _patch, _scale, _project
-
 # %% ../nbs/03_embedding.ipynb #69299d6c
-def _concat(*preds:Embedding) -> Embedding:
+@patch(static_method=True)
+def concat(first:Embedding,      # the first predictions
+           *rest:Embedding,      # more, stacked below in order
+          ) -> Embedding:
     "The predictions of several Embeddings stacked, in order."
-    if not preds or not all(isinstance(p, Embedding) for p in preds): raise ValueError("preds: expected one or more Embeddings")
+    preds = (first,) + rest
+    if not all(isinstance(p, Embedding) for p in preds): raise ValueError("preds: expected one or more Embeddings")
     d = preds[0].dim
     for p in preds[1:]:
         if p.dim != d: raise ValueError(f"preds: predictions on R^{p.dim} and R^{d} cannot be stacked")
@@ -253,4 +259,3 @@ def _concat(*preds:Embedding) -> Embedding:
         theta[r:r + p.n, c:c + len(p.V)] = p.theta
         r, c = r + p.n, c + len(p.V)
     return Embedding(Z, W, V, theta, np.concatenate([p.gamma for p in preds]))
-Embedding.concat = staticmethod(_concat)
