@@ -20,3 +20,7 @@ from .lower_bound import (binary_decce, HalfspaceDecCE, halfspace_splits, halfsp
                                 realize_split, atoms_V, shatter, h_sigma, sample_D_sigma, sample_D1, sample_D2,
                                 support_D_sigma, support_D1, collision_test, tester_advantage,
                                 tester_advantage_exact, repeats_distribution, collision_probability, simulate_tester)
+
+import sys as _sys
+__all__ = sorted({name for m in ('kernels', 'losses', 'embedding', 'decisions', 'audit', 'dimfree', 'zhao', 'plots', 'lower_bound')
+                  for name in _sys.modules[f'deccal.{m}'].__all__} & set(globals()))

@@ -151,3 +151,13 @@ def test_bad_input_names_argument():
     for fn, msg in cases:
         with pytest.raises(ValueError, match=None) as e: fn()
         assert msg in str(e.value), (msg, str(e.value))
+
+
+def test_star_import_gives_the_public_names():
+    "`from deccal import *` (the nbdev habit) brings every public name the top level offers."
+    import deccal
+    ns = {}
+    exec('from deccal import *', ns)
+    for name in ('RBF', 'Embedding', 'audit', 'certify', 'DimFreeDeCal', 'ZhaoDeCal', 'load_calibrator', 'quantal_response'):
+        assert name in ns, name
+    assert set(deccal.__all__) <= set(ns) and all(not n.startswith('_') for n in deccal.__all__)
