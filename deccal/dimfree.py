@@ -286,7 +286,7 @@ def fit(self:DimFreeDeCal,
         rounds.append(dict(C=C, D=D, KD=KD, eta=eta))
         st.patch(k, D, KD); st.project(R2)
         if holdout is not None:
-            hold.patch(quantal_response(hold.estimates(C), self.beta), D, KD); hold.project(R2)
+            hold.patch(kh, D, KD); hold.project(R2)     # kh: the rule's decisions on the held-out part, from above
     best = int(np.argmin(held_losses)) if self.early_stopping else len(rounds)   # the round with the lowest held-out square loss
     last = [h['audit_value'] for h in history if h['audit_value'] is not None]
     pb.close(f"{len(rounds)} rounds, " + (f"audit value {last[0]:.4g} -> {last[-1]:.4g}, " if last else '')
