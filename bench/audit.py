@@ -5,7 +5,7 @@ Prints figures; it is not a test.  Usage:
     python bench/audit.py                 # n = 1,250 .. 20,000 (a few minutes); writes bench/audit_results.md
     python bench/audit.py --quick         # n = 1,250 and 2,500, smoke run
     python bench/audit.py --n 5000 10000  # chosen sizes
-    python bench/audit.py --n 5000 --kw n_starts=3 maxiter=100   # audit() keyword arguments (for profiling)
+    python bench/audit.py --n 5000 --kw n_starts=3 max_iter=100   # audit() keyword arguments (for profiling)
 
 Scenario: point forecasts in R^3 (`Embedding.from_points`), RBF kernel with gamma = 0.5,
 5 actions, beta = 10, R1 = 1, every other audit() parameter at its default.  Data (fixed seed):
@@ -23,9 +23,9 @@ Inside it:
    writing '5' to /proc/self/clear_refs; the peak reported is (VmHWM during the audit - VmRSS just
    before it), max over runs.  Falls back to ru_maxrss if clear_refs is not writable.
 3. the split of time comes from the same timed runs: the private helpers that `audit` calls
-   (`_factors`, `_search`, `_witnesses`, and `_Grams.block` / `_Grams.matmat` / `_Grams.dense`) are
+   (`_factors`, `_search`, `_witnesses`, and `_Grams.tile` / `_Grams.matmat` / `_Grams.dense`) are
    wrapped by timers for the duration of the benchmark (deccal itself is not changed).  "kernel blocks"
-   is the time spent evaluating rows of P and R (kernel evaluations, `_Grams.block`); "products" is
+   is the time spent evaluating tiles of P and R (kernel evaluations, `_Grams.tile`); "products" is
    the rest of the passes over the blocks (the BLAS products with the sketch, in `matmat`/`dense`);
    "factor rest" is QR / eigh / trace computations inside `_factors`.  The peak memory of each phase
    is read from VmHWM too (reset at phase boundaries; the overall peak is the max over phases and gaps).
@@ -82,7 +82,7 @@ class Probe:
             return obj(*a)
         da._objective = counted   # looked up by _search at call time: counts the search's function evaluations
         G = da._Grams
-        G.block = self._timed('block', G.block)
+        G.tile = self._timed('block', G.tile)
         G.matmat = self._timed('matmat', G.matmat, count=True)
         G.dense = self._timed('dense', G.dense)
         G.traces = self._timed('traces', G.traces)
@@ -126,8 +126,7 @@ def run_one(n, repeat, repeat_time, kw, knobs):
     from deccal.embedding import Embedding
     from deccal.kernels import RBF
     if knobs.get('memory_budget'):   # block size of the passes over P and R (module constant, patched in memory)
-        for m in ('deccal.kernels', 'deccal.embedding'):
-            importlib.import_module(m).MEMORY_BUDGET = int(knobs['memory_budget'] * 2**20)
+        importlib.import_module('deccal.checks').MEMORY_BUDGET = int(knobs['memory_budget'] * 2**20)   # read at call time
     kernel = RBF(GAMMA)
     Yhat, Y = make_data(n)
     pred = Embedding.from_points(Yhat)
@@ -139,7 +138,7 @@ def run_one(n, repeat, repeat_time, kw, knobs):
     t = time.perf_counter()
     wY, wP = make_data(200, SEED + 1)
     for extra in ({}, {'exact_max': 0}):   # both factorization paths
-        audit(Embedding.from_points(wP), wY, kernel, ACTIONS, BETA, R1, **{**kw, **extra})
+        audit(Embedding.from_points(wP), wY, kernel, n_actions=ACTIONS, beta=BETA, R1=R1, **{**kw, **extra})
     warm = time.perf_counter() - t
 
     runs = []
@@ -154,7 +153,7 @@ def run_one(n, repeat, repeat_time, kw, knobs):
         rss0 = rss_bytes()
         if hwm_ok: reset_hwm()
         t = time.perf_counter()
-        res = audit(pred, Y, kernel, ACTIONS, BETA, R1, **kw)
+        res = audit(pred, Y, kernel, n_actions=ACTIONS, beta=BETA, R1=R1, **kw)
         wall = time.perf_counter() - t
         ru1 = resource.getrusage(resource.RUSAGE_SELF)
         if hwm_ok: peak = max(probe.peak_abs, hwm_bytes()) - rss0
@@ -209,13 +208,13 @@ def main():
     ap.add_argument('--repeat-time', type=float, default=60,
                     help='stop repeating once this many seconds of timed audits were spent on one n')
     ap.add_argument('--kw', nargs='*', default=None, metavar='NAME=VALUE',
-                    help='keyword arguments passed to audit() (e.g. n_starts=3 maxiter=100 max_rank=100)')
+                    help='keyword arguments passed to audit() (e.g. n_starts=3 max_iter=100 max_rank=100)')
     ap.add_argument('--blas-threads', type=int, default=None,
                     help='profiling: OPENBLAS_NUM_THREADS for the measurement subprocesses (default: unset)')
     ap.add_argument('--numba-threads', type=int, default=None,
                     help='profiling: NUMBA_NUM_THREADS for the measurement subprocesses (default: unset)')
     ap.add_argument('--memory-budget', type=float, default=None, metavar='MiB',
-                    help='profiling: deccal.kernels.MEMORY_BUDGET (block size of the passes; default 256 MiB), patched in memory')
+                    help='profiling: deccal.checks.MEMORY_BUDGET (tile size of the passes; default 256 MiB), patched in memory')
     ap.add_argument('--power', type=int, default=None,
                     help='profiling: power iterations of the randomized factorization (_factors(power=...), default 1)')
     ap.add_argument('--retries', type=int, default=1,
@@ -317,18 +316,16 @@ def main():
         r = results.get(n)
         if r is None: continue
         q, b = r['peak'] / r['dense_bytes'], r['best']
-        rows_per_block = max(1, int(budget // (32.0 * n)))
         if b['method'] == 'exact':
             verdicts.append(f"- n = {n}: exact path (n <= exact_max = {r['kw'].get('exact_max', 1500)}) builds dense P "
                             f"and R ({fgb(2 * r['dense_bytes'])} GB together) and their eigendecompositions; peak "
                             f"{fgb(r['peak'])} GB = {q:.2f}x one dense n x n matrix (by design on this path)")
-        elif rows_per_block >= n:
-            verdicts.append(f"- n = {n}: randomized path, but one block of rows ({rows_per_block} rows per "
-                            f"{budget / 2**20:g} MiB budget) covers all n rows, so the block temporaries are full n x n "
-                            f"arrays while they live; peak {fgb(r['peak'])} GB = {q:.2f}x one dense n x n matrix "
-                            f"(nothing n x n is kept after the passes)")
+        elif 16.0 * n * n <= budget:
+            verdicts.append(f"- n = {n}: randomized path; dense P and R ({fgb(2 * r['dense_bytes'])} GB together) fit in the "
+                            f"{budget / 2**20:g} MiB budget, so they are computed once and kept; peak {fgb(r['peak'])} GB = "
+                            f"{q:.2f}x one dense n x n matrix (by design)")
         else:
-            verdicts.append(f"- n = {n}: randomized path, blocks of {rows_per_block} rows; peak {fgb(r['peak'])} GB = "
+            verdicts.append(f"- n = {n}: randomized path, passes over tiles; peak {fgb(r['peak'])} GB = "
                             f"{q:.2f}x one dense n x n matrix (target for large n: well below, < {WELL_BELOW:g}x): "
                             f"{'MET' if q < WELL_BELOW else 'MISSED'}")
     noisy = [str(n) for n, r in results.items() if disturbed(r)]
@@ -347,9 +344,9 @@ def main():
              f"predictions 0.8 x, outcomes x + 0.3 N(0, I_3), seed {SEED}. Time = wall clock of `audit(...)`, best of up "
              f"to {args.repeat} runs (fewer once {args.repeat_time:g} s were spent) after warm-up audits on n = 200 "
              f"(both the exact and the randomized path). Split of time from the same run, by timers around "
-             f"`_factors`, `_search`, `_witnesses`, `_Grams.block` (kernel evaluations of rows of P and R) and "
-             f"`_Grams.matmat`/`dense`: within `_factors`, \"kernel blocks\" = time in `_Grams.block` (kernel "
-             f"evaluations of rows of P and R), \"products\" = the rest of the passes over the blocks (BLAS "
+             f"`_factors`, `_search`, `_witnesses`, `_Grams.tile` (kernel evaluations of tiles of P and R) and "
+             f"`_Grams.matmat`/`dense`: within `_factors`, \"kernel blocks\" = time in `_Grams.tile` (kernel "
+             f"evaluations of tiles of P and R), \"products\" = the rest of the passes over the blocks (BLAS "
              f"products with the sketch, or filling dense P and R), \"rest\" = QR, eigh, traces. Exponent = log(t_n / t_prev) / "
              f"log(n / n_prev). Peak = peak RSS during the audit minus RSS just before it ({method}); "
              f"dense n x n = 8 n^2 bytes (1 GB = 1e9 bytes). Each n in a fresh subprocess. Numba threading layer: "

@@ -105,7 +105,8 @@ def replay(hl, patience):
 
 def run(case, fractions, patiences, cls):
     (p, Y), F1, F2, kw, eps = CASES[case]()
-    fit_kw = dict(eps=eps, step='line-search', max_rounds=MAX_ROUNDS, **kw)
+    step = dict(step='line-search') if cls is DimFreeDeCal else {}     # ZhaoDeCal's patch has no step size
+    fit_kw = dict(eps=eps, max_rounds=MAX_ROUNDS, **step, **kw)
     rows = []
     t0 = time.perf_counter()
     insample = cls(early_stopping=False, **fit_kw).fit(p, Y)

@@ -4,58 +4,104 @@
 
 # %% ../nbs/06_audit.ipynb #b937c127
 from __future__ import annotations
-import time
+import math, time
 from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg, scipy.optimize
-from . import kernels
-from .checks import check_positive, check_rows, as_points, Progress
+from . import checks
+from .checks import (DeccalError, DeccalTypeError, check_array, check_bool, check_int, check_number, check_positive,
+                           check_rows, check_seed, Progress)
 from .kernels import Kernel
 from .losses import Loss
 from .embedding import Embedding
 from .decisions import quantal_response, best_response, gap_function
 
+
 # %% auto #0
 __all__ = ['AuditResult', 'audit', 'certify', 'BestResponseAudit', 'explicit_predictions', 'audit_best_response']
 
 # %% ../nbs/06_audit.ipynb #09ed6b0c
+_TILE_ATOMS = 2048   # atoms per side of a tile's kernel block at most: 2048^2 values = 32 MiB, under glibc's largest mmap
+                     # threshold, so the block's memory is reused from tile to tile instead of being mapped afresh (slow)
+
 class _Grams:
-    "Row blocks of P = <p_i, p_j> and R = <phi(y_i) - p_i, phi(y_j) - p_j> on a sample."
-    def __init__(self, kernel:Kernel, pred:Embedding, Y):
-        self.kernel, self.pred, self.Y, self.n = kernel, pred, Y, pred.n
+    "Tiles of P = <p_i, p_j> and R = <phi(y_i) - p_i, phi(y_j) - p_j> on a sample, each within the memory budget."
+    def __init__(self,
+                 kernel:Kernel,       # the RKHS
+                 pred:Embedding,      # the predictions p(x_i)
+                 Y,                   # (n, d) outcomes
+                 on_block=None,       # called as on_block(passes done, fraction of this pass, what it is) after each row of tiles
+                ):
+        self.kernel, self.pred, self.Y, self.n, self.on_block = kernel, pred, Y, pred.n, on_block
+        self.P = self.R = None        # the dense matrices, once kept by `dense(keep=True)`
+        self.passes = 0               # passes over the kernel tiles so far
 
-    def _block_rows(self):
-        per_row = 8.0 * self.n * 4 * max(1, self.pred.Z.shape[1])
-        step = max(1, int(kernels.MEMORY_BUDGET // per_row))
-        return [(i, min(self.n, i + step)) for i in range(0, self.n, step)]
+    def _pair_bytes(self) -> float:
+        "Bytes of temporaries per entry (i, j) of a tile: the kernel between the atoms of p_i and p_j (twice: the product's copy), the shared atoms', the outcome terms."
+        B, M = self.pred.Z.shape[1], self.pred.V.shape[0]
+        return 8.0 * (2 * B * max(B, 1) + 2 * M + 2 * B + 16)
 
-    def block(self, i0, i1, want_R=True):
-        "Rows i0:i1 of P and (if asked) of R."
-        k, p, Y = self.kernel, self.pred, self.Y
-        Pb = p[i0:i1].inner(k, p)
-        if not want_R: return Pb, None
-        Rb = k.gram(Y[i0:i1], Y) - p.evaluate(k, Y[i0:i1]).T - p[i0:i1].evaluate(k, Y) + Pb
-        return Pb, Rb
+    def _blocks(self) -> list:
+        "The partition of range(n), for rows and columns alike, into blocks of t predictions: a t x t tile stays under MEMORY_BUDGET."
+        t = math.isqrt(int(checks.MEMORY_BUDGET // self._pair_bytes()))
+        t = max(1, min(t, _TILE_ATOMS // max(self.pred.Z.shape[1], 1)))
+        return [(i, min(self.n, i + t)) for i in range(0, self.n, t)]
+
+    def fits(self) -> bool:
+        "Do the dense P and R (2 n^2 floats) fit in MEMORY_BUDGET?"
+        return 16.0 * self.n**2 <= checks.MEMORY_BUDGET
+
+    def tile(self, a, b, want_R=True, subs=None):
+        "The tiles P[i0:i1, j0:j1] and (if asked) R[i0:i1, j0:j1] for blocks a = (i0, i1), b = (j0, j1) (`subs`: the blocks' predictions, if at hand)."
+        (i0, i1), (j0, j1) = a, b
+        k, Y = self.kernel, self.Y
+        pa, pb = (subs[a], subs[b]) if subs else (self.pred[i0:i1], self.pred[j0:j1])
+        Pt = pa.inner(k, pb)
+        if not want_R: return Pt, None
+        Rt = k.gram(Y[i0:i1], Y[j0:j1]) - pb.evaluate(k, Y[i0:i1]).T - pa.evaluate(k, Y[j0:j1]) + Pt
+        return Pt, Rt
+
+    def _tiles(self, want_R, what):
+        "One pass over the tiles on and above the diagonal (P and R are symmetric): yields (a, b, P tile, R tile)."
+        blocks = self._blocks()
+        subs = {a: self.pred[a[0]:a[1]] for a in blocks}
+        total, done = len(blocks) * (len(blocks) + 1) // 2, 0
+        for ia, a in enumerate(blocks):
+            for b in blocks[ia:]:
+                Pt, Rt = self.tile(a, b, want_R, subs)
+                if a == b: Pt, Rt = (Pt + Pt.T) / 2, None if Rt is None else (Rt + Rt.T) / 2
+                yield a, b, Pt, Rt
+            done += len(blocks) - ia
+            if self.on_block is not None: self.on_block(self.passes, done / total, what)
+        self.passes += 1
 
     def matmat(self, XP=None, XR=None):
-        "P @ XP and R @ XR (either may be None), in one pass over the blocks."
-        outP = None if XP is None else np.empty((self.n, XP.shape[1]))
-        outR = None if XR is None else np.empty((self.n, XR.shape[1]))
-        for i0, i1 in self._block_rows():
-            Pb, Rb = self.block(i0, i1, want_R=XR is not None)
-            if XP is not None: outP[i0:i1] = Pb @ XP
-            if XR is not None: outR[i0:i1] = Rb @ XR
+        "P @ XP and R @ XR (either may be None): from the kept dense matrices, or in one pass over the tiles."
+        if self.P is not None: return (None if XP is None else self.P @ XP), (None if XR is None else self.R @ XR)
+        outP = None if XP is None else np.zeros((self.n, XP.shape[1]))
+        outR = None if XR is None else np.zeros((self.n, XR.shape[1]))
+        for (i0, i1), (j0, j1), Pt, Rt in self._tiles(XR is not None, 'products with ' + ' and '.join(
+                nm for nm, X in (('P', XP), ('R', XR)) if X is not None)):
+            for out, X, T in ((outP, XP, Pt), (outR, XR, Rt)):
+                if X is None: continue
+                out[i0:i1] += T @ X[j0:j1]
+                if j0 != i0: out[j0:j1] += T.T @ X[i0:i1]
         return outP, outR
 
-    def dense(self):
-        "P and R as dense arrays (small n only)."
+    def dense(self, keep:bool=False):
+        "P and R as dense (n, n) arrays, in one pass over the tiles; with `keep`, later products use them."
+        if self.P is not None: return self.P, self.R
         P, R = np.empty((self.n, self.n)), np.empty((self.n, self.n))
-        for i0, i1 in self._block_rows(): P[i0:i1], R[i0:i1] = self.block(i0, i1)
-        return (P + P.T) / 2, (R + R.T) / 2
+        for (i0, i1), (j0, j1), Pt, Rt in self._tiles(True, 'P and R, dense'):
+            P[i0:i1, j0:j1], R[i0:i1, j0:j1] = Pt, Rt
+            if j0 != i0: P[j0:j1, i0:i1], R[j0:j1, i0:i1] = Pt.T, Rt.T
+        if keep: self.P, self.R = P, R
+        return P, R
 
     def traces(self):
         "trace(P) = sum ||p_i||^2 and trace(R) = sum ||phi(y_i) - p_i||^2."
         return float(self.pred.sq_norms(self.kernel).sum()), float(self.pred.sq_error(self.kernel, self.Y).sum())
+
 
 # %% ../nbs/06_audit.ipynb #1e2c75e8
 def _rank_by_trace(lam, trace, trace_tol, max_rank):
@@ -73,11 +119,12 @@ def _factors(grams:_Grams, exact_max:int, trace_tol:float, max_rank:int, rng, po
     trP, trR = grams.traces()
     if n <= exact_max:
         method = 'exact'
-        P, R = grams.dense()
+        P, R = grams.dense(keep=grams.fits())
         eig = [scipy.linalg.eigh(M) for M in (P, R)]
         eig = [(lam[::-1], V[:, ::-1]) for lam, V in eig]
     else:
         method = 'randomized'
+        if grams.fits(): grams.dense(keep=True)   # one pass over the kernel tiles; the products below are then dense
         k = min(n, max_rank + 10)
         YP, YR = grams.matmat(rng.normal(size=(n, k)), rng.normal(size=(n, k)))
         for _ in range(power):
@@ -88,13 +135,19 @@ def _factors(grams:_Grams, exact_max:int, trace_tol:float, max_rank:int, rng, po
         for Q, Z in ((QP, ZP), (QR, ZR)):
             lam, V = scipy.linalg.eigh((Q.T @ Z + Z.T @ Q) / 2)
             eig.append((lam[::-1], Q @ V[:, ::-1]))
-    out, info = [], dict(method=method)
+    out, info = [], dict(method=method, dense_kept=grams.P is not None)
     for (lam, V), tr, nm in zip(eig, (trP, trR), ('P', 'R')):
         r, frac = _rank_by_trace(lam, tr, trace_tol, max_rank)
         lam_r = np.clip(lam[:r], 0, None)
         out.append((V[:, :r] * np.sqrt(lam_r), lam_r))
         info[f'rank_{nm}'], info[f'captured_{nm}'] = r, frac
     return out[0], out[1], info
+
+def _n_passes(n:int, exact_max:int, fits:bool, power:int=1) -> int:
+    "Passes over the kernel tiles an audit makes: the factors', then the witness's two (none when the dense matrices are kept)."
+    if fits: return 1
+    return (1 if n <= exact_max else 2 + power) + 2
+
 
 # %% ../nbs/06_audit.ipynb #b41d0c93
 def _objective(v, SP, SR, w, beta, R1, A):
@@ -113,12 +166,12 @@ def _objective(v, SP, SR, w, beta, R1, A):
     return -J, -dV.ravel()
 
 def _u_to_v(U, R1):
-    "Inverse of the map v -> R1 v / sqrt(1 + |v|^2), for rows strictly inside the ball."
-    nrm = np.linalg.norm(U, axis=1, keepdims=True)
-    nrm = np.minimum(nrm, R1 * (1 - 1e-9))
-    return U / np.sqrt(np.maximum(R1**2 - nrm**2, 1e-300))
+    "Inverse of the map v -> R1 v / sqrt(1 + |v|^2), for rows strictly inside the ball (rows on or outside it are pulled just inside)."
+    u = np.asarray(U, float) / R1                 # scaled to the unit ball: exact and finite for any finite R1 > 0
+    s = np.minimum(np.linalg.norm(u, axis=1, keepdims=True), 1 - 1e-9)
+    return u / np.sqrt(np.maximum((1 - s) * (1 + s), 1e-300))
 
-def _search(SP, SR, w, beta, R1, A, n_starts, rng, maxiter, inits=(), on_start=None):
+def _search(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits=(), on_start=None):
     "Multi-start L-BFGS; returns the best U (A, rank_P) and the values reached from each start (on_start(k, best) after the k-th)."
     r = SP.shape[1]
     starts = [np.asarray(U, float) for U in inits]
@@ -129,7 +182,7 @@ def _search(SP, SR, w, beta, R1, A, n_starts, rng, maxiter, inits=(), on_start=N
     best, bestJ, values = None, -np.inf, []
     for U0 in starts:
         res = scipy.optimize.minimize(_objective, _u_to_v(U0, R1).ravel(), args=(SP, SR, w, beta, R1, A),
-                                      jac=True, method='L-BFGS-B', options=dict(maxiter=maxiter))
+                                      jac=True, method='L-BFGS-B', options=dict(maxiter=max_iter))
         V = res.x.reshape(A, r)
         J = -res.fun
         values.append(float(J))
@@ -171,7 +224,7 @@ class AuditResult:
     beta: float
     R1: float
     n: int
-    info: dict = field(default_factory=dict)   # ranks, captured traces, method, start values, seconds
+    info: dict = field(default_factory=dict)   # ranks, captured traces, method, dense_kept, passes over the kernel, start values, seconds
     holdout_value: float = None  # the pair's gap re-measured on held-out data
     holdout_se: float = None     # its standard error
     holdout_ci: tuple = None     # Hoeffding interval (lo, hi) at level 1 - delta
@@ -210,54 +263,83 @@ class AuditResult:
                  + (f", above the trivial bound 2 R1 R2 = {two:.4g} (vacuous)." if self.uniform_rate >= two else ".")]
         return "\n".join(lines)
 
+def _check_pred_kernel(pred, kernel):
+    "Refuse, by type, predictions that are not an Embedding and a kernel that is not a deccal kernel."
+    if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {type(pred).__name__}")
+    if not isinstance(kernel, Kernel): raise DeccalTypeError('kernel', f"expected a deccal kernel, got {kernel!r}")
+
+def _check_weights(weights, n:int) -> np.ndarray:
+    "Sample weights: (n,) finite numbers, 1/n each by default."
+    if weights is None: return np.full(n, 1.0 / n)
+    w = check_array(weights, 'weights', ndim=1)
+    check_rows(n, w, 'weights', 'pred')
+    return w
+
+def _check_outcomes(Y, pred, kernel) -> np.ndarray:
+    "Outcomes in the kernel's domain, one per prediction, in the predictions' dimension."
+    Y = kernel.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
+    if Y.shape[1] != pred.dim: raise DeccalError('Y', f"outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
+    return Y
+
 def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
           Y,                     # (n, d) outcomes
-          kernel:Kernel=None,    # the RKHS of the loss class
+          kernel:Kernel,         # the RKHS of the loss class
+          *,
           n_actions:int=2,       # |A|
           beta:float=10.0,       # temperature of the quantal response
           R1:float=1.0,          # radius of the loss class: ||r_l(a)|| <= R1
-          seed:int=0,            # seed of the random starts and sketches
+          seed:int=0,            # seed of the random starts and sketches (an integer >= 0)
           holdout:tuple=None,    # optional (pred_holdout, Y_holdout) to re-measure the witness on
-          n_starts:int=6,        # random starts of the search
-          maxiter:int=200,       # L-BFGS iterations per start
+          n_starts:int=6,        # random starts of the search (>= 1, or >= 0 when `inits` are given)
+          max_iter:int=200,      # L-BFGS iterations per start
           exact_max:int=1500,    # exact eigendecomposition up to this n, randomized above
-          trace_tol:float=1e-6,  # rank: capture 1 - trace_tol of each Gram matrix's trace
+          trace_tol:float=1e-6,  # rank: capture 1 - trace_tol of each Gram matrix's trace, in (0, 1)
           max_rank:int=200,      # cap on the rank of each factor
-          delta:float=0.05,      # 1 - confidence level of the holdout intervals
+          delta:float=0.05,      # 1 - confidence level of the holdout intervals, in (0, 1)
           R2:float=None,         # bound on ||phi(y)|| and ||p(x)|| for the Hoeffding interval (default: from the data)
           weights=None,          # (n,) sample weights (default 1/n); signed weights audit a difference of samples
           inits=(),              # extra starts: arrays U (n_actions, rank_P) in whitened coordinates
-          progress:bool=False,   # show a progress bar on stderr (the Gram factors, then one step per start)
+          verbose:bool=False,    # show a progress bar on stderr (each pass over the Gram matrices, then each start)
          ) -> AuditResult:
     "ERM auditor: maximize the empirical decision calibration error over (l, l') in the RKHS ball of radius R1."
     t0 = time.perf_counter()
-    if not isinstance(pred, Embedding): raise ValueError(f"pred: expected an Embedding, got {pred!r}")
-    if not isinstance(kernel, Kernel): raise ValueError(f"kernel: expected a deccal kernel, got {kernel!r}")
-    if isinstance(n_actions, bool) or int(n_actions) != n_actions or n_actions < 1:
-        raise ValueError(f"n_actions: must be an integer >= 1, got {n_actions!r}")
+    _check_pred_kernel(pred, kernel)
+    A = check_int(n_actions, 'n_actions', 1)
     beta, R1 = check_positive(beta, 'beta'), check_positive(R1, 'R1')
-    delta = check_positive(delta, 'delta')
-    if delta >= 1: raise ValueError(f"delta: must lie in (0, 1), got {delta!r}")
-    if isinstance(n_starts, bool) or int(n_starts) != n_starts or n_starts < 0 or (n_starts == 0 and not len(inits)):
-        raise ValueError(f"n_starts: must be an integer >= 1 (or >= 0 with inits), got {n_starts!r}")
-    Y = kernel.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
-    if Y.shape[1] != pred.dim: raise ValueError(f"Y: outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
+    seed = check_seed(seed)
+    try: inits = list(inits)
+    except TypeError: raise DeccalTypeError('inits', f"expected a sequence of (n_actions, rank) arrays, got {inits!r}") from None
+    inits = [check_array(U, 'inits', ndim=2) for U in inits]
+    n_starts = check_int(n_starts, 'n_starts', 0 if inits else 1)
+    max_iter, exact_max = check_int(max_iter, 'max_iter', 1), check_int(exact_max, 'exact_max', 0)
+    max_rank, trace_tol = check_int(max_rank, 'max_rank', 1), check_number(trace_tol, 'trace_tol', 0, 1)
+    delta = check_number(delta, 'delta', 0, 1)
+    if R2 is not None: R2 = check_positive(R2, 'R2')
+    verbose = check_bool(verbose, 'verbose')
+    Y = _check_outcomes(Y, pred, kernel)
     pred._check_kernel(kernel)
-    n, A = pred.n, int(n_actions)
-    w = np.full(n, 1.0 / n) if weights is None else np.asarray(weights, float)
-    if w.shape != (n,) or not np.all(np.isfinite(w)): raise ValueError(f"weights: expected {n} finite numbers")
+    n = pred.n
+    w = _check_weights(weights, n)
     if holdout is not None: holdout = _check_holdout(holdout, kernel, pred.dim)   # bad held-out data fails before the search
     rng = np.random.default_rng(seed)
-    pb = Progress(len(inits) + n_starts, 'audit', enabled=progress, log_every=5.0)
-    pb.update(0, f'factoring the Gram matrices of {n} predictions and outcomes')
     grams = _Grams(kernel, pred, Y)
+    n_pass, starts = _n_passes(n, exact_max, grams.fits()), len(inits) + n_starts
+    pb = Progress(n_pass + starts, 'audit', enabled=verbose, log_every=5.0, count=False)
+    state = dict(starts=0)
+    grams.on_block = lambda passes, frac, what: pb.update(passes + frac + state['starts'],
+        f"pass {passes + 1} of {n_pass} over the Gram matrices of {n} predictions ({what}): {frac:.0%}")
+    pb.update(0, f"computing the Gram matrices of {n} predictions and outcomes")
     (SP, lamP), (SR, _), info = _factors(grams, exact_max, trace_tol, max_rank, rng)
-    pb.update(0, f'searching (ranks {info.get("rank_P")}, {info.get("rank_R")})')
-    U, values = _search(SP, SR, w, beta, R1, A, n_starts, rng, maxiter, inits,
-                        on_start=lambda k, J: pb.update(k, f'starts done, best value {J:.4g}'))
+    for U in inits:
+        if U.shape != (A, SP.shape[1]): raise DeccalError('inits', f"each start must have shape {(A, SP.shape[1])} (n_actions, rank_P), got {U.shape}")
+    pb.update(grams.passes, f'searching (ranks {info.get("rank_P")}, {info.get("rank_R")})')
+    def on_start(k, J):
+        state['starts'] = k
+        pb.update(grams.passes + k, f'start {k} of {starts} done, best value {J:.4g}')
+    U, values = _search(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits, on_start=on_start)
     C = SP @ (U.T / np.maximum(lamP, 1e-300)[:, None])   # coefficients over the predictions: P C = S_P U^T
     value, Gn, loss, rule = _witnesses(kernel, pred, Y, w, C, beta, R1, grams)
-    info.update(start_values=values, search_value=max(values), seconds=time.perf_counter() - t0)
+    info.update(start_values=values, search_value=max(values), seconds=time.perf_counter() - t0, passes=grams.passes)
     res = AuditResult(value, loss, rule, Gn, beta, R1, n, info)
     if holdout is not None: _remeasure(res, holdout, kernel, Y, pred, delta, R2)
     res.info['seconds'] = time.perf_counter() - t0
@@ -270,11 +352,11 @@ def _check_holdout(holdout,        # the `holdout=` argument: a pair (pred_holdo
                   ) -> tuple:      # (pred_holdout, Y_holdout), checked
     "Check a held-out pair of predictions and outcomes against the sample it goes with."
     try: ph, Yh = holdout
-    except (TypeError, ValueError): raise ValueError("holdout: expected a pair (pred_holdout, Y_holdout)") from None
-    if not isinstance(ph, Embedding): raise ValueError(f"holdout: its first element must be an Embedding, got {ph!r}")
-    if ph.dim != dim: raise ValueError(f"holdout: predictions on R^{ph.dim} but the sample's are on R^{dim}")
+    except (TypeError, ValueError): raise DeccalTypeError('holdout', "expected a pair (pred_holdout, Y_holdout)") from None
+    if not isinstance(ph, Embedding): raise DeccalTypeError('holdout', f"its first element must be an Embedding, got {type(ph).__name__}")
+    if ph.dim != dim: raise DeccalError('holdout', f"predictions on R^{ph.dim} but the sample's are on R^{dim}")
     Yh = kernel.check(Yh, 'holdout outcomes'); check_rows(ph.n, Yh, 'holdout outcomes', 'holdout predictions')
-    if Yh.shape[1] != dim: raise ValueError(f"holdout: outcomes on R^{Yh.shape[1]} but the sample's are on R^{dim}")
+    if Yh.shape[1] != dim: raise DeccalError('holdout', f"outcomes on R^{Yh.shape[1]} but the sample's are on R^{dim}")
     return ph, Yh
 
 def _remeasure(res, holdout, kernel, Y, pred, delta, R2):
@@ -284,7 +366,6 @@ def _remeasure(res, holdout, kernel, Y, pred, delta, R2):
     m, A = len(g), len(res.G_norms)
     if R2 is None:
         R2 = np.sqrt(max(kernel.diag(Yh).max(), kernel.diag(Y).max(), ph.sq_norms(kernel).max(), pred.sq_norms(kernel).max()))
-    else: R2 = check_positive(R2, 'R2')
     half = 2 * res.R1 * R2 * np.sqrt(2 * np.log(2 / delta) / m)
     from statistics import NormalDist
     z, z1 = NormalDist().inv_cdf(1 - delta / 2), NormalDist().inv_cdf(1 - delta)
@@ -299,28 +380,30 @@ def _remeasure(res, holdout, kernel, Y, pred, delta, R2):
 
 def certify(pred:Embedding,          # predictions on data the calibrator never saw
             Y,                       # (n, d) outcomes
-            kernel:Kernel=None,      # the RKHS of the loss class
+            kernel:Kernel,           # the RKHS of the loss class
+            *,
             n_actions:int=2,         # |A|
             beta:float=10.0,         # temperature of the quantal response
             R1:float=1.0,            # radius of the loss class
-            *,
-            search_fraction:float=0.5,  # share of the data the auditor searches on; the rest re-measures its witness
-            delta:float=0.05,        # 1 - confidence level
+            search_fraction:float=0.5,  # share of the data the auditor searches on, in (0, 1); the rest re-measures its witness
+            delta:float=0.05,        # 1 - confidence level, in (0, 1)
             R2:float=None,           # bound on ||phi(y)|| and ||p(x)|| (default: from the data)
-            seed:int=0,              # seed of the split and of the search
-            **kw,                    # passed to `audit` (n_starts, maxiter, ...)
+            seed:int=0,              # seed of the split and of the search (an integer >= 0)
+            **kw,                    # passed to `audit` (n_starts, max_iter, verbose, ...)
            ) -> AuditResult:
     "Audit fresh data honestly: search one random part for the worst pair, re-measure it on the other; `.report()` says what it means."
-    if not isinstance(pred, Embedding): raise ValueError(f"pred: expected an Embedding, got {pred!r}")
-    if not 0 < search_fraction < 1: raise ValueError(f"search_fraction: must lie in (0, 1), got {search_fraction!r}")
+    _check_pred_kernel(pred, kernel)
+    search_fraction = check_number(search_fraction, 'search_fraction', 0, 1)
+    seed = check_seed(seed)
+    if 'holdout' in kw: raise DeccalError('holdout', "certify makes its own held-out part (search_fraction); call audit to pass one")
     n = pred.n
     ns = int(round(search_fraction * n))
-    if ns < 2 or n - ns < 2: raise ValueError(f"pred: {n} points leave {ns} to search and {n - ns} to re-measure; need at least 2 of each")
+    if ns < 2 or n - ns < 2: raise DeccalError('pred', f"{n} points leave {ns} to search and {n - ns} to re-measure; need at least 2 of each")
+    Y = _check_outcomes(Y, pred, kernel)
+    if 'weights' in kw: raise DeccalError('weights', "certify re-measures on an unweighted held-out part; for weighted data call audit with holdout=")
     perm = np.random.default_rng([seed, 2]).permutation(n)
     s_, h_ = np.sort(perm[:ns]), np.sort(perm[ns:])
-    if not isinstance(kernel, Kernel): raise ValueError(f"kernel: expected a deccal kernel, got {kernel!r}")
-    Y = kernel.check(Y, 'Y'); check_rows(n, Y, 'Y', 'pred')
-    res = audit(pred[s_], Y[s_], kernel=kernel, n_actions=n_actions, beta=beta, R1=R1, seed=seed,
+    res = audit(pred[s_], Y[s_], kernel, n_actions=n_actions, beta=beta, R1=R1, seed=seed,
                 holdout=(pred[h_], Y[h_]), delta=delta, R2=R2, **kw)
     _rule_bound(res, pred[h_], Y[h_], kernel)
     return res
@@ -347,7 +430,8 @@ class BestResponseAudit:
 
 def explicit_predictions(pred:Embedding, kernel:Kernel) -> np.ndarray:
     "The predictions as vectors of the kernel's explicit feature space: shape (n, m)."
-    if not hasattr(kernel, 'features'): raise ValueError(f"kernel: {kernel!r} has no explicit feature map; use Linear, Polynomial or FeatureMap")
+    _check_pred_kernel(pred, kernel)
+    if not hasattr(kernel, 'features'): raise DeccalError('kernel', f"{kernel!r} has no explicit feature map; use Linear, Polynomial or FeatureMap")
     n, B, d = pred.Z.shape
     out = 0.0
     if B:
@@ -361,38 +445,41 @@ def _hard_value(Pm, E, w, U, R1):
     G = E.T @ (w[:, None] * K)
     return R1 * np.linalg.norm(G, axis=0).sum(), G
 
-def audit_best_response(pred:Embedding, Y,
-                        kernel:Kernel=None,   # a kernel with an explicit feature map
-                        n_actions:int=2,
-                        R1:float=1.0,
-                        seed:int=0,
+def audit_best_response(pred:Embedding,      # predictions p(x_i)
+                        Y,                    # (n, d) outcomes
+                        kernel:Kernel,        # a kernel with an explicit feature map
+                        *,
+                        n_actions:int=2,      # |A|
+                        R1:float=1.0,         # radius of the loss class
+                        seed:int=0,           # seed of the random starts (an integer >= 0)
                         n_starts:int=10,      # random starts
-                        betas=(1, 3, 10, 30, 100, 300, 1000),  # annealing schedule of the smooth search
-                        maxiter:int=100,
+                        betas=(1, 3, 10, 30, 100, 300, 1000),  # annealing schedule of the smooth search (numbers > 0)
+                        max_iter:int=100,     # L-BFGS iterations per start and temperature
                         weights=None,         # (n,) sample weights (default 1/n); signed weights audit a difference of samples
                        ) -> BestResponseAudit:
     "Heuristic auditor for the best-response rule (a lower bound on the sup), in explicit coordinates."
-    if not isinstance(pred, Embedding): raise ValueError(f"pred: expected an Embedding, got {pred!r}")
-    if not isinstance(kernel, Kernel): raise ValueError(f"kernel: expected a deccal kernel, got {kernel!r}")
-    R1 = check_positive(R1, 'R1')
-    if isinstance(n_actions, bool) or int(n_actions) != n_actions or n_actions < 1:
-        raise ValueError(f"n_actions: must be an integer >= 1, got {n_actions!r}")
-    Y = kernel.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
-    if Y.shape[1] != pred.dim: raise ValueError(f"Y: outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
+    _check_pred_kernel(pred, kernel)
+    if not hasattr(kernel, 'features'): raise DeccalError('kernel', f"{kernel!r} has no explicit feature map; use Linear, Polynomial or FeatureMap")
+    R1, A, seed = check_positive(R1, 'R1'), check_int(n_actions, 'n_actions', 1), check_seed(seed)
+    n_starts, max_iter = check_int(n_starts, 'n_starts', 1), check_int(max_iter, 'max_iter', 1)
+    try: betas = [check_positive(b, 'betas') for b in betas]
+    except TypeError: raise DeccalTypeError('betas', f"expected a sequence of numbers > 0, got {betas!r}") from None
+    if not betas: raise DeccalError('betas', "expected at least one temperature")
+    Y = _check_outcomes(Y, pred, kernel)
     Pm = explicit_predictions(pred, kernel)
     E = kernel.features(Y) - Pm
-    n, A = pred.n, int(n_actions)
-    w = np.full(n, 1.0 / n) if weights is None else np.asarray(weights, float)
-    if w.shape != (n,) or not np.all(np.isfinite(w)): raise ValueError(f"weights: expected {n} finite numbers")
+    n = pred.n
+    w = _check_weights(weights, n)
     rng = np.random.default_rng(seed)
     best, bestU, bestG = -1.0, None, None
     for _ in range(n_starts):
         U = rng.normal(size=(A, Pm.shape[1]))
         U *= R1 * 0.9 / np.linalg.norm(U, axis=1, keepdims=True)
         for beta in betas:
-            U, _ = _search(Pm, E, w, beta, R1, A, 0, rng, maxiter, inits=[U])
+            U, _ = _search(Pm, E, w, beta, R1, A, 0, rng, max_iter, inits=[U])
             val, G = _hard_value(Pm, E, w, U, R1)
             if val > best: best, bestU, bestG = val, U.copy(), G
     Gn = np.linalg.norm(bestG, axis=0)
     L = (bestG / np.where(Gn > 0, Gn, 1.0)).T * R1
     return BestResponseAudit(float(best), bestU, L, Gn)
+

@@ -43,7 +43,7 @@ def check_array(x,                 # the value to check
         z = np.asarray(x)
         if np.any(z.imag != 0): raise DeccalTypeError(name, "expected real numbers, got complex values with a non-zero imaginary part")
         x = z.real
-    try: a = np.ascontiguousarray(x, dtype=np.float64)
+    try: a = np.asarray(x, dtype=np.float64)   # not ascontiguousarray: it turns a 0-d array into a 1-d one
     except (TypeError, ValueError) as e: raise DeccalTypeError(name, f"expected an array of numbers ({e})") from None
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
@@ -54,7 +54,7 @@ def check_array(x,                 # the value to check
     if finite and not np.all(np.isfinite(a)):
         bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
         raise DeccalError(name, f"contains {bad} NaN or infinite value(s)")
-    return a
+    return np.ascontiguousarray(a)
 
 # %% ../nbs/00_checks.ipynb #7a41a57b
 def as_points(Y,               # points: shape (n, d), or (n,) for d = 1

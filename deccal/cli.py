@@ -4,10 +4,11 @@
 
 # %% ../nbs/90_cli.ipynb #4dcb2dfa
 from __future__ import annotations
-import argparse, json, os, sys, tempfile, time
+import argparse, json, os, signal, sys, threading, time
 from pathlib import Path
 import numpy as np
 from . import kernels
+from .checks import DeccalError, DeccalTypeError, check_output_path, atomic_write
 from .embedding import Embedding
 from .losses import cobb_douglas_loss
 from .decisions import no_type_regret, gap_function
@@ -15,51 +16,57 @@ from .audit import audit
 from .dimfree import DimFreeDeCal, load_calibrator
 from .zhao import ZhaoDeCal
 
+
 # %% auto #0
 __all__ = ['KINDS', 'read_array', 'read_predictions', 'make_kernel', 'save_embedding', 'load_embedding', 'cmd_audit',
            'cmd_calibrate', 'cmd_transform', 'demo_data', 'run_demo', 'parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #9c80478f
+def _relabel(e:DeccalError, arg:str, prefix:str='') -> DeccalError:
+    "The same error (same class) reported under the command-line option `arg`."
+    return type(e)(arg, prefix + e.message)
+
 def read_array(spec:str,   # FILE.npz, FILE.npz:KEY or FILE.csv
                name:str,   # the option it came from, for messages
               ) -> np.ndarray:
     "A float array from an `.npz` file (the array KEY, or its only array) or a `.csv` file of numbers."
     path, _, key = str(spec).partition(':') if str(spec).count(':') == 1 and not Path(spec).exists() else (str(spec), '', '')
     p = Path(path)
-    if not p.is_file(): raise ValueError(f"{name}: no such file {path!r}")
+    if not p.is_file(): raise DeccalError(name, f"no such file {path!r}")
     if p.suffix.lower() == '.npz':
         try:
             with np.load(p, allow_pickle=False) as f:
                 keys = list(f.keys())
-                if key: a = f[key] if key in keys else None
-                elif len(keys) == 1: a = f[keys[0]]
-                else: raise ValueError(f"{name}: {path!r} holds arrays {keys}; name one as {path}:KEY")
-                if a is None: raise ValueError(f"{name}: {path!r} has no array {key!r} (it has {keys})")
-                a = np.asarray(a)
-        except ValueError as e:
-            if str(e).startswith(name): raise
-            raise ValueError(f"{name}: {path!r} is not a readable .npz file ({e})") from None
-        except Exception as e: raise ValueError(f"{name}: {path!r} is not a readable .npz file ({type(e).__name__})") from None
-        if a.dtype.kind not in 'biuf': raise ValueError(f"{name}: {path!r} holds {a.dtype} data, not numbers")
+                if not keys: raise DeccalError(name, f"{path!r} holds no arrays")
+                if key and key not in keys: raise DeccalError(name, f"{path!r} has no array {key!r} (it has {keys})")
+                if not key and len(keys) > 1: raise DeccalError(name, f"{path!r} holds arrays {keys}; name one as {path}:KEY")
+                a = np.asarray(f[key or keys[0]])
+        except DeccalError: raise
+        except Exception as e:      # whatever a damaged or foreign file makes np.load raise: it is the file's fault
+            raise DeccalError(name, f"{path!r} is not a readable .npz file ({type(e).__name__}: {str(e)[:80]})") from None
+        if a.dtype.kind not in 'biuf': raise DeccalError(name, f"{path!r} holds {a.dtype} data, not numbers")
         a = a.astype(float)
     elif p.suffix.lower() == '.csv':
-        try: lines = [(i + 1, l) for i, l in enumerate(p.read_text().splitlines()) if l.strip()]
-        except UnicodeDecodeError: raise ValueError(f"{name}: {path!r} is not a text (CSV) file") from None
-        if not lines: raise ValueError(f"{name}: {path!r} is empty")
+        try: text = p.read_text(encoding='utf-8-sig')     # a byte-order mark (spreadsheet exports) is not data
+        except UnicodeDecodeError: raise DeccalError(name, f"{path!r} is not a text (CSV) file") from None
+        except OSError as e: raise DeccalError(name, f"{path!r} cannot be read ({e.strerror})") from None
+        lines = [(i + 1, l) for i, l in enumerate(text.splitlines()) if l.strip()]
+        if not lines: raise DeccalError(name, f"{path!r} is empty")
         def row(no, l):
             try: return [float(v) for v in l.split(',')]
-            except ValueError: raise ValueError(f"{name}: {path!r} line {no} is not comma-separated numbers: {l[:60]!r}") from None
+            except ValueError: raise DeccalError(name, f"{path!r} line {no} is not comma-separated numbers: {l[:60]!r}") from None
         try: row(*lines[0])
-        except ValueError: lines = lines[1:]                      # a header line
+        except DeccalError: lines = lines[1:]                      # a header line
         rows = [row(no, l) for no, l in lines]
-        if not rows: raise ValueError(f"{name}: {path!r} has a header but no rows")
-        if len({len(r) for r in rows}) != 1: raise ValueError(f"{name}: {path!r} has rows of different lengths")
+        if not rows: raise DeccalError(name, f"{path!r} has a header but no rows")
+        if len({len(r) for r in rows}) != 1: raise DeccalError(name, f"{path!r} has rows of different lengths")
         a = np.array(rows)
         if a.shape[1] == 1: a = a[:, 0]
-    else: raise ValueError(f"{name}: {path!r} must be a .npz or .csv file")
-    if a.size == 0: raise ValueError(f"{name}: {path!r} holds an empty array")
-    if not np.all(np.isfinite(a)): raise ValueError(f"{name}: {path!r} contains {int(np.size(a) - np.isfinite(a).sum())} NaN or infinite value(s)")
+    else: raise DeccalError(name, f"{path!r} must be a .npz or .csv file")
+    if a.size == 0: raise DeccalError(name, f"{path!r} holds an empty array")
+    if not np.all(np.isfinite(a)): raise DeccalError(name, f"{path!r} contains {int(np.size(a) - np.isfinite(a).sum())} NaN or infinite value(s)")
     return a
+
 
 # %% ../nbs/90_cli.ipynb #e755209a
 KINDS = ('points', 'samples', 'probs')
@@ -70,42 +77,45 @@ def read_predictions(spec:str,          # the predictions' file
                      name:str='--pred', # the option, for messages
                     ) -> Embedding:
     "Read predictions of one of the three kinds into an `Embedding`."
-    if kind not in KINDS: raise ValueError(f"--kind: must be one of {', '.join(KINDS)}, got {kind!r}")
+    if kind not in KINDS: raise DeccalError('--kind', f"must be one of {', '.join(KINDS)}, got {kind!r}")
+    if kind == 'probs' and classes is None: raise DeccalError('--classes', "--kind probs needs --classes FILE, the outcome vector of each class")
     a = read_array(spec, name)
+    V = read_array(classes, '--classes') if kind == 'probs' else None
+    if kind == 'samples':
+        if a.ndim == 2: a = a[:, :, None]
+        if a.ndim != 3: raise DeccalError(name, f"{str(spec)!r}: samples must have shape (n, B, d) (or (n, B) for d = 1), got {a.shape}")
     try:
         if kind == 'points': return Embedding.from_points(a)
-        if kind == 'samples':
-            if a.ndim == 2: a = a[:, :, None]
-            if a.ndim != 3: raise ValueError(f"samples must have shape (n, B, d) (or (n, B) for d = 1), got {a.shape}")
-            return Embedding.from_samples(a)
-        if classes is None: raise ValueError("--kind probs needs --classes FILE, the outcome vector of each class")
-        return Embedding.from_probs(a, read_array(classes, '--classes'))
-    except ValueError as e:
-        msg = str(e)
-        raise ValueError(msg if msg.startswith('--') else f"{name}: {spec!r}: {msg}") from None
+        if kind == 'samples': return Embedding.from_samples(a)
+        return Embedding.from_probs(a, V)
+    except DeccalError as e:
+        if e.arg == 'classes': raise _relabel(e, '--classes', f"{str(classes)!r}: ") from None
+        raise _relabel(e, name, f"{str(spec)!r}: ") from None
+
 
 # %% ../nbs/90_cli.ipynb #b12b0fec
-def make_kernel(name:str, gamma:float=1.0, degree:int=2, c:float=1.0) -> kernels.Kernel:
-    "The kernel named on the command line."
-    makers = dict(linear=lambda: kernels.Linear(), poly=lambda: kernels.Polynomial(degree, c), rbf=lambda: kernels.RBF(gamma),
-                  laplacian=lambda: kernels.Laplacian(gamma), min=lambda: kernels.MinKernel(), exp=lambda: kernels.ExpInner())
-    if name not in makers: raise ValueError(f"--kernel: unknown kernel {name!r}; choose one of {', '.join(makers)}")
-    try: return makers[name]()
-    except ValueError as e: raise ValueError(f"--kernel {name}: {e}") from None
+def make_kernel(name:str,        # a name in `deccal.kernels.KERNELS` (--kernel)
+                gamma:float=1.0, # rbf and laplacian: inverse length scale (--gamma)
+                degree:int=2,    # poly: degree (--degree)
+                c:float=1.0,     # poly: offset (--c)
+               ) -> kernels.Kernel:
+    "The kernel named on the command line, from the registry `deccal.kernels.KERNELS`, given only the options it takes."
+    given = dict(gamma=gamma, degree=degree, c=c)
+    cls = kernels.KERNELS.get(name) if isinstance(name, str) else None
+    takes = cls().get_params() if cls is not None else {}       # the parameters the kernel has
+    params = {k: v for k, v in given.items() if k in takes}
+    try: return kernels.make_kernel(name, **params)
+    except DeccalError as e: raise _relabel(e, f"--{e.arg}" if e.arg in params else '--kernel') from None
+
 
 # %% ../nbs/90_cli.ipynb #d3df52ca
-def _atomic(path, write):
-    "Call write(tmp_path) and move the result to `path` only if it succeeded: nothing is left on failure."
-    path = Path(path)
-    if path.parent and not path.parent.is_dir(): raise ValueError(f"output: folder {str(path.parent)!r} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix='.deccal-', suffix=path.suffix); os.close(fd)
-    try: write(tmp); os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp): os.remove(tmp)
-
-def save_embedding(path, pred:Embedding):
-    "Save predictions to one `.npz` file (plain arrays)."
-    _atomic(path, lambda t: np.savez(t, format=np.array('deccal-embedding'), Z=pred.Z, W=pred.W, V=pred.V, theta=pred.theta, gamma=pred.gamma))
+def save_embedding(path,              # the .npz file to write
+                   pred:Embedding,    # the predictions
+                   name:str='path',   # the argument's name (an option on the command line), for errors
+                  ):
+    "Save predictions to one `.npz` file (plain arrays), written whole or not at all."
+    return atomic_write(path, lambda f: np.savez(f, format=np.array('deccal-embedding'), Z=pred.Z, W=pred.W, V=pred.V,
+                                                 theta=pred.theta, gamma=pred.gamma), name)
 
 def load_embedding(path) -> Embedding:
     "Load predictions saved by `save_embedding` (or `deccal transform`)."
@@ -113,8 +123,9 @@ def load_embedding(path) -> Embedding:
         with np.load(path, allow_pickle=False) as f:
             if str(f['format']) != 'deccal-embedding': raise KeyError('format')
             return Embedding(f['Z'], f['W'], f['V'], f['theta'], f['gamma'])
-    except FileNotFoundError: raise ValueError(f"path: no such file {str(path)!r}") from None
-    except Exception as e: raise ValueError(f"path: {str(path)!r} is not a deccal predictions file ({type(e).__name__}: {e})") from None
+    except FileNotFoundError: raise DeccalError('path', f"no such file {str(path)!r}") from None
+    except Exception as e: raise DeccalError('path', f"{str(path)!r} is not a deccal predictions file ({type(e).__name__}: {e})") from None
+
 
 # %% ../nbs/90_cli.ipynb #7b90acc2
 def _audit_summary(res) -> dict:
@@ -126,54 +137,69 @@ def _audit_summary(res) -> dict:
                    holdout_hoeffding_ci=list(res.holdout_ci), holdout_normal_ci=list(res.holdout_normal_ci))
     return out
 
-def _write_json(path, obj): _atomic(path, lambda t: Path(t).write_text(json.dumps(obj, indent=2, default=float)))
-
-def cmd_audit(a) -> dict:
-    "deccal audit: the ERM auditor on a user's predictions and outcomes."
-    k = make_kernel(a.kernel, a.gamma, a.degree, a.c)
-    pred, Y = read_predictions(a.pred, a.kind, a.classes), read_array(a.y, '--y')
-    hold = _holdout(a)
-    res = audit(pred, Y, kernel=k, n_actions=a.actions, beta=a.beta, R1=a.R1, seed=a.seed, holdout=hold, delta=a.delta,
-                progress=not a.quiet)
-    print(res)
-    rep = dict(command='audit', kernel=repr(k), actions=a.actions, beta=a.beta, R1=a.R1, audit=_audit_summary(res))
-    if a.report: _write_json(a.report, rep); print(f"wrote {a.report}")
-    return rep
+def _write_json(path, obj, name='path'):
+    "Write `obj` as JSON to `path`, whole or not at all."
+    return atomic_write(path, lambda f: f.write(json.dumps(obj, indent=2, default=float).encode()), name)
 
 def _holdout(a):
-    if (a.holdout_pred is None) != (a.holdout_y is None): raise ValueError("--holdout-pred and --holdout-y: give both or neither")
+    "The held-out predictions and outcomes given with --holdout-pred/--holdout-y, or None."
+    if (a.holdout_pred is None) != (a.holdout_y is None):
+        raise DeccalError('--holdout-pred' if a.holdout_y is None else '--holdout-y', "give --holdout-pred and --holdout-y together, or neither")
     if a.holdout_pred is None: return None
     return read_predictions(a.holdout_pred, a.kind, a.classes, '--holdout-pred'), read_array(a.holdout_y, '--holdout-y')
 
+def _npz_output(path, what):
+    "Check --output before any work: a writable place for a file whose name ends in .npz."
+    check_output_path(path, '--output')
+    if not str(path).endswith('.npz'): raise DeccalError('--output', f"the {what} file must end in .npz, got {str(path)!r}")
+
+def cmd_audit(a) -> dict:
+    "deccal audit: the ERM auditor on a user's predictions and outcomes."
+    if a.report is not None: check_output_path(a.report, '--report')
+    k = make_kernel(a.kernel, a.gamma, a.degree, a.c)
+    pred, Y = read_predictions(a.pred, a.kind, a.classes), read_array(a.y, '--y')
+    hold = _holdout(a)
+    res = audit(pred, Y, k, n_actions=a.actions, beta=a.beta, R1=a.R1, seed=a.seed, holdout=hold, delta=a.delta,
+                verbose=not a.quiet)
+    print(res)
+    rep = dict(command='audit', kernel=repr(k), actions=a.actions, beta=a.beta, R1=a.R1, audit=_audit_summary(res))
+    if a.report is not None: _write_json(a.report, rep, '--report'); print(f"wrote {a.report}")
+    return rep
+
 def cmd_calibrate(a):
     "deccal calibrate: fit DimFreeDeCal or ZhaoDeCal and save it."
+    _npz_output(a.output, 'calibrator')
     k = make_kernel(a.kernel, a.gamma, a.degree, a.c)
-    if not str(a.output).endswith('.npz'): raise ValueError(f"--output: the calibrator file must end in .npz, got {a.output!r}")
     pred, Y = read_predictions(a.pred, a.kind, a.classes), read_array(a.y, '--y')
-    kw = dict(kernel=k, n_actions=a.actions, beta=a.beta, R1=a.R1, R2=a.R2, eps=a.eps, max_rounds=a.max_rounds,
+    hold = _holdout(a)
+    kw = dict(n_actions=a.actions, beta=a.beta, R1=a.R1, R2=a.R2, eps=a.eps, max_rounds=a.max_rounds,
               sample=a.sample, seed=a.seed, verbose=not a.quiet, early_stopping=not a.no_early_stopping,
               validation_fraction=a.validation_fraction, n_iter_no_change=a.n_iter_no_change)
-    cal = (DimFreeDeCal(step=a.step, **kw) if a.method == 'dimfree' else ZhaoDeCal(regularizer=a.regularizer, **kw))
-    cal.fit(pred, Y, holdout=_holdout(a))
+    cal = (DimFreeDeCal(k, step=a.step, **kw) if a.method == 'dimfree' else ZhaoDeCal(k, regularizer=a.regularizer, **kw))
+    cal.fit(pred, Y, holdout=hold)
     audits = [h['audit_value'] for h in cal.history_ if h.get('audit_value') is not None]
     kept = cal.history_[cal.best_round_]
     print(f"{type(cal).__name__}: kept {cal.best_round_} of {len(cal.all_rounds_)} rounds run (stopped: {cal.stop_reason_}); "
           + (f"audit value {audits[0]:.4g} -> {audits[-1]:.4g} (last audited round), " if audits else "no round audited, ")
           + f"square loss {cal.history_[0]['square_loss']:.4g} -> {kept['square_loss']:.4g}"
           + (f", held out {cal.history_[0]['holdout_square_loss']:.4g} -> {kept['holdout_square_loss']:.4g}" if 'holdout_square_loss' in kept else ''))
-    _atomic(a.output, cal.save)
+    try: cal.save(a.output)
+    except DeccalError as e: raise _relabel(e, '--output') if e.arg == 'path' else e from None
     print(f"wrote {a.output}")
     return cal
 
 def cmd_transform(a):
     "deccal transform: apply a saved calibrator to new predictions."
-    if not str(a.output).endswith('.npz'): raise ValueError(f"--output: the predictions file must end in .npz, got {a.output!r}")
+    _npz_output(a.output, 'predictions')
     try: cal = load_calibrator(a.calibrator)
-    except ValueError as e: raise ValueError(f"--calibrator: {e}") from None
-    out = cal.transform(read_predictions(a.pred, a.kind, a.classes))
-    save_embedding(a.output, out)
+    except DeccalError as e: raise _relabel(e, '--calibrator') from None
+    pred = read_predictions(a.pred, a.kind, a.classes)
+    try: out = cal.transform(pred)
+    except DeccalError as e: raise _relabel(e, '--pred', f"{str(a.pred)!r}: ") from None
+    save_embedding(a.output, out, '--output')
     print(f"{out.n} calibrated predictions written to {a.output} (load them with deccal.cli.load_embedding)")
     return out
+
 
 # %% ../nbs/90_cli.ipynb #4d9e9c48
 def demo_data(n:int=4000,     # number of contexts
@@ -191,9 +217,9 @@ def demo_data(n:int=4000,     # number of contexts
     return S, Y
 
 # %% ../nbs/90_cli.ipynb #3f65671f
-def _evaluate(name, pred, Y, types, beta, kernel, R1, n_actions, seed, audit_set, progress=False):
+def _evaluate(name, pred, Y, types, beta, kernel, R1, n_actions, seed, audit_set, verbose=False):
     "Held-out figures of one predictor: audit (witness found on `audit_set`, re-measured on (pred, Y)), square loss, consumer types."
-    res = audit(*audit_set, kernel=kernel, n_actions=n_actions, beta=beta, R1=R1, seed=seed, holdout=(pred, Y), progress=progress)
+    res = audit(*audit_set, kernel, n_actions=n_actions, beta=beta, R1=R1, seed=seed, holdout=(pred, Y), verbose=verbose)
     pairs = [(i, j, abs(float(gap_function(pred, Y, l, lp, beta).mean())), no_type_regret(pred, Y, l, lp, beta))
              for i, l in enumerate(types) for j, lp in enumerate(types)]
     return dict(name=name, audit=_audit_summary(res), square_loss=float(pred.sq_error(kernel, Y).mean()),
@@ -210,9 +236,10 @@ def run_demo(n:int=3000,          # consumers (split 40% fit, 30% audit, 30% tes
              seed:int=0,          # random seed
              out_dir:str='deccal_output', # folder for report.json and the figures (None: write nothing)
              stream=None,         # where the table goes (default stdout)
-             progress:bool=True,  # progress bars on stderr (calibration rounds, audits)
+             verbose:bool=True,   # progress bars on stderr (calibration rounds, audits)
             ) -> dict:
     "The whole pipeline on built-in data: base predictor, audit, DimFreeDeCal, Zhao et al., held-out report."
+    if out_dir is not None: _check_folder(out_dir, 'out_dir')      # before the work, not after it
     out = stream or sys.stdout
     t0 = time.perf_counter()
     S, Y = demo_data(n=n, d=d, seed=seed)
@@ -224,13 +251,13 @@ def run_demo(n:int=3000,          # consumers (split 40% fit, 30% audit, 30% tes
     types = [cobb_douglas_loss(rng.dirichlet(np.ones(d), n_actions), utility=True) for _ in range(n_types)]
     print(f"deccal demo: {n} consumers ({len(fit)} to calibrate, {len(aud)} to audit, {len(test)} to test), {d} goods, "
           f"{n_actions} offers, beta = {beta:g}, kernel exp(<y, y'>), R1 = sqrt(e)", file=out)
-    kw = dict(kernel=kernel, n_actions=n_actions, beta=beta, R1=R1, eps=eps, max_rounds=max_rounds, seed=seed, verbose=progress)
-    cals = dict(DimFreeDeCal=DimFreeDeCal(step='line-search', **kw), ZhaoDeCal=ZhaoDeCal(**kw))
+    kw = dict(n_actions=n_actions, beta=beta, R1=R1, eps=eps, max_rounds=max_rounds, seed=seed, verbose=verbose)
+    cals = dict(DimFreeDeCal=DimFreeDeCal(kernel, step='line-search', **kw), ZhaoDeCal=ZhaoDeCal(kernel, **kw))
     for c in cals.values(): c.fit(pred[fit], Y[fit])
     preds = dict(base=(pred[aud], pred[test]), **{k: (c.transform(pred[aud]), c.transform(pred[test])) for k, c in cals.items()})
     rows, audits = [], {}
     for name, (pa, pt) in preds.items():
-        r, audits[name] = _evaluate(name, pt, Y[test], types, beta, kernel, R1, n_actions, seed, (pa, Y[aud]), progress)
+        r, audits[name] = _evaluate(name, pt, Y[test], types, beta, kernel, R1, n_actions, seed, (pa, Y[aud]), verbose)
         rows.append(r)
     print(f"\n{'predictor':<13} {'decCE (held out)':>17} {'95% CI (normal)':>18} {'square loss':>12} "
           f"{'types: max decCE':>17} {'max regret':>11}", file=out)
@@ -247,11 +274,26 @@ def run_demo(n:int=3000,          # consumers (split 40% fit, 30% audit, 30% tes
     if out_dir is not None:
         outp = Path(out_dir); outp.mkdir(parents=True, exist_ok=True)
         _demo_figures(outp, cals, preds, Y[test], audits['base'], beta)
-        _write_json(outp / 'report.json', report)
+        _write_json(outp / 'report.json', report, 'out_dir')
         print(f"wrote {outp / 'report.json'}, {outp / 'rounds.png'}, {outp / 'reliability.png'}", file=out)
     report['seconds'] = time.perf_counter() - t0
     print(f"done in {report['seconds']:.1f} s", file=out)
     return report
+
+def _check_folder(path, name:str) -> Path:
+    "Check, before any work, that `path` is a folder or can be made one (no file in its place or above it)."
+    if not isinstance(path, (str, os.PathLike)) or str(path) == '': raise DeccalTypeError(name, f"expected a folder path, got {path!r}")
+    p = q = Path(path)
+    while not q.exists() and q != q.parent: q = q.parent        # the nearest part of the path that exists
+    if q.exists() and not q.is_dir():
+        raise DeccalError(name, f"{str(path)!r} is not a folder" + ('' if q == p else f" ({str(q)!r} is a file)"))
+    return p
+
+def _save_figure(fig, path):
+    "Write a Matplotlib figure as PNG, whole or not at all, and close it."
+    import matplotlib.pyplot as plt
+    try: atomic_write(path, lambda f: fig.savefig(f, format='png', dpi=100), 'out_dir')
+    finally: plt.close(fig)
 
 def _demo_figures(outp, cals, preds, Yt, base_audit, beta):
     import matplotlib; matplotlib.use('Agg')
@@ -263,19 +305,25 @@ def _demo_figures(outp, cals, preds, Yt, base_audit, beta):
         axs[1].plot([h['square_loss'] for h in c.history_], marker='o', ms=3, label=k)
     axs[0].set(xlabel='round', title='audit value on the calibration sample'); axs[1].set(xlabel='round', title='square loss')
     for ax in axs: ax.legend(fontsize=8)
-    fig.tight_layout(); fig.savefig(outp / 'rounds.png', dpi=100); plt.close(fig)
+    fig.tight_layout(); _save_figure(fig, outp / 'rounds.png')
     A = base_audit.loss.n_actions
     fig, axes = plt.subplots(1, A, figsize=(2.6 * A, 2.8), squeeze=False)
     for (name, col) in (('base', 'C3'), ('DimFreeDeCal', 'C0')):
         reliability_diagram(preds[name][1], Yt, base_audit.loss, base_audit.rule_loss, beta, axes=axes[0], label=name, color=col)
     fig.suptitle("held-out predicted vs realized loss for the base predictor's worst pair (l, l')", fontsize=9)
-    fig.tight_layout(); fig.savefig(outp / 'reliability.png', dpi=100); plt.close(fig)
+    fig.tight_layout(); _save_figure(fig, outp / 'reliability.png')
 
 # %% ../nbs/90_cli.ipynb #096d314a
+def _say(line:str):
+    "Write one line to stderr; nothing (and no error) when stderr is closed (`2>&-`) or broken."
+    s = sys.stderr
+    try: s.write(line + '\n'); s.flush()
+    except (AttributeError, OSError, ValueError): pass
+
 class _Parser(argparse.ArgumentParser):
     "argparse with one-line errors: `deccal: error: ...` and exit status 2."
     def error(self, message):
-        print(f"deccal: error: {message} (see deccal {self.prog.split()[-1] if ' ' in self.prog else ''} --help)".replace('  ', ' '), file=sys.stderr)
+        _say(f"deccal: error: {message} (see deccal {self.prog.split()[-1] if ' ' in self.prog else ''} --help)".replace('  ', ' '))
         raise SystemExit(2)
 
 def _common(p):
@@ -285,7 +333,7 @@ def _common(p):
     F('--kind', choices=KINDS, default='points', help='what the predictions are: points (n, d), samples (n, B, d) or class probabilities (n, C)')
     F('--classes', help="with --kind probs: file of the classes' outcome vectors (C, d)")
     F('--y', required=True, help='realized outcomes (n, d): FILE.npz[:KEY] or FILE.csv')
-    F('--kernel', default='rbf', help='kernel of the loss class: linear, poly, rbf, laplacian, min (outcomes in [0, 1]) or exp (exp(<y, y\'>))')
+    F('--kernel', default='rbf', help=f"kernel of the loss class, one of {', '.join(kernels.KERNELS)} (min: outcomes in [0, 1]; exp: exp(<y, y'>))")
     F('--gamma', type=float, default=1.0, help='rbf and laplacian: inverse length scale')
     F('--degree', type=int, default=2, help='poly: degree')
     F('--c', type=float, default=1.0, help='poly: offset')
@@ -345,20 +393,49 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument('--output', required=True, help='file to write the calibrated predictions to (.npz)')
     return p
 
-def main(argv=None) -> int:
-    "Entry point of the `deccal` console script: 0 on success, 2 on bad input (one line on stderr)."
+def _run(a):
+    "Run the parsed command `a`."
+    if a.cmd == 'demo':
+        for name in ('n', 'd', 'actions', 'types', 'max_rounds'):
+            if getattr(a, name) < 1: raise DeccalError(f"--{name.replace('_', '-')}", f"must be >= 1, got {getattr(a, name)}")
+        if a.n < 50: raise DeccalError('--n', f"the demo needs at least 50 consumers, got {a.n}")
+        _check_folder(a.out, '--out')
+        run_demo(n=a.n, d=a.d, n_actions=a.actions, n_types=a.types, beta=a.beta, eps=a.eps, max_rounds=a.max_rounds,
+                 seed=a.seed, out_dir=a.out, verbose=not a.quiet)
+    elif a.cmd == 'audit': cmd_audit(a)
+    elif a.cmd == 'calibrate': cmd_calibrate(a)
+    else: cmd_transform(a)
+
+class _Terminated(SystemExit):
+    "SIGTERM, raised where the program is, so that the code on the way out runs (a half-written file is removed)."
+
+def _on_sigterm(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)     # a second SIGTERM must not cut the cleanup short
+    raise _Terminated(143)
+
+# the library's parameters and the options that set them: an error about `beta` is reported as one about `--beta`
+_OPTION_OF = dict(n_actions='--actions', beta='--beta', R1='--R1', R2='--R2', eps='--eps', seed='--seed', max_rounds='--max-rounds',
+                  validation_fraction='--validation-fraction', n_iter_no_change='--n-iter-no-change', regularizer='--regularizer',
+                  delta='--delta', gamma='--gamma', degree='--degree', c='--c', Y='--y', step='--step', sample='--sample')
+
+def _error_line(e:DeccalError) -> str:
+    "The one line for a DeccalError: named by the command-line option when the library's argument has one."
+    opt = _OPTION_OF.get(e.arg)
+    text = f"{opt}: {e.message}" if opt else str(e)
+    return f"deccal: error: {(text.splitlines() or [''])[0]}"
+
+def main(argv:list=None, # the arguments (default: the command line)
+        ) -> int:        # the exit status
+    "Entry point of the `deccal` console script: 0 on success; 2 on bad input, 130 on Ctrl-C, 143 on SIGTERM, each with one line on stderr."
+    here = threading.current_thread() is threading.main_thread()     # signal handlers can only be set there
+    if here: old = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        a = parser().parse_args(argv)
-        if a.cmd == 'demo':
-            for name in ('n', 'd', 'actions', 'types', 'max_rounds'):
-                if getattr(a, name) < 1: raise ValueError(f"--{name.replace('_', '-')}: must be >= 1, got {getattr(a, name)}")
-            if a.n < 50: raise ValueError(f"--n: the demo needs at least 50 consumers, got {a.n}")
-            run_demo(n=a.n, d=a.d, n_actions=a.actions, n_types=a.types, beta=a.beta, eps=a.eps, max_rounds=a.max_rounds,
-                     seed=a.seed, out_dir=a.out, progress=not a.quiet)
-        elif a.cmd == 'audit': cmd_audit(a)
-        elif a.cmd == 'calibrate': cmd_calibrate(a)
-        else: cmd_transform(a)
-    except ValueError as e:
-        print(f"deccal: error: {str(e).splitlines()[0]}", file=sys.stderr); return 2
-    except SystemExit as e: return int(e.code or 0)
+        _run(parser().parse_args(argv))
+    except _Terminated: _say("deccal: terminated"); return 143
+    except KeyboardInterrupt: _say("deccal: interrupted"); return 130
+    except DeccalError as e: _say(_error_line(e)); return 2
+    except SystemExit as e: return e.code if isinstance(e.code, int) else 0 if e.code is None else 1   # argparse: --help, or its errors
+    finally:
+        if here: signal.signal(signal.SIGTERM, signal.SIG_DFL if old is None else old)
     return 0
+

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import numpy as np
 import numba as nb
-from .checks import check_array, check_positive, check_rows
+from .checks import check_array, check_positive, check_rows, DeccalError, DeccalTypeError
 from .losses import Loss
 from .embedding import Embedding
 
@@ -32,7 +32,7 @@ def _softmin_rows(F, beta, out):
 
 def _check_F(F):
     F = check_array(F, 'F', ndim=2)
-    if F.shape[1] == 0: raise ValueError("F: needs at least one action (column)")
+    if F.shape[1] == 0: raise DeccalError('F', "needs at least one action (column)")
     return F
 
 def quantal_response(F,            # (n, A) loss estimates f(x_i, a, l)
@@ -59,11 +59,11 @@ def decision_rule(F,              # (n, A) loss estimates
 
 # %% ../nbs/04_decisions.ipynb #19acfd37
 def _check_pair(pred, Y, loss, rule_loss):
-    if not isinstance(pred, Embedding): raise ValueError(f"pred: expected an Embedding, got {pred!r}")
+    if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
     for nm, l in (('loss', loss), ('rule_loss', rule_loss)):
-        if not isinstance(l, Loss): raise ValueError(f"{nm}: expected a deccal Loss, got {l!r}")
+        if not isinstance(l, Loss): raise DeccalTypeError(nm, f"expected a deccal Loss, got {l!r}")
     if rule_loss.n_actions != loss.n_actions:
-        raise ValueError(f"rule_loss: has {rule_loss.n_actions} actions but loss has {loss.n_actions}")
+        raise DeccalError('rule_loss', f"has {rule_loss.n_actions} actions but loss has {loss.n_actions}")
     Y = loss.kernel.check(Y, 'Y')
     check_rows(pred.n, Y, 'Y', 'pred')
     return Y

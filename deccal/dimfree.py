@@ -4,12 +4,12 @@
 
 # %% ../nbs/08_dimfreedecal.ipynb #aba4d426
 from __future__ import annotations
-import copy, time
+import copy, inspect, os, time
 import numpy as np
 import scipy.linalg
-from .checks import check_positive, check_rows, Progress, patch
-from . import kernels
-from .kernels import Kernel
+from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positive, check_number, check_int, check_seed,
+                           check_bool, check_choice, check_rows, row_blocks, check_output_path, atomic_write, Progress, patch)
+from .kernels import Kernel, kernel_spec, make_kernel
 from .embedding import Embedding
 from .losses import Loss
 from .decisions import quantal_response
@@ -123,58 +123,138 @@ def _make_basis(kernel, pred0, Y, exact_max, trace_tol, max_rank):
 class DimFreeDeCal:
     "Algorithm 1 (DimFreeDeCal): patch a predictor until the auditor finds no pair with error above 3 eps/4, or (early stopping) until held-out data stop improving."
     def __init__(self,
-                 kernel:Kernel=None,     # the RKHS of the loss class
+                 kernel:Kernel,          # the RKHS of the loss class (required)
+                 *,
                  n_actions:int=2,        # |A|
                  beta:float=10.0,        # temperature of the quantal response
                  R1:float=1.0,           # radius of the loss class
-                 R2:float=None,          # radius of the prediction ball (default: the largest ||phi(y)|| and ||p0(x)|| on the sample)
+                 R2:float=None,          # radius of the prediction ball, at least the largest ||phi(y)|| on the sample (default: the largest ||phi(y)|| and ||p0(x)|| there)
                  eps:float=0.05,         # target decision calibration error
                  step:str="theory",      # "theory" (eta = eps / (2 R1^2)) or "line-search"
                  max_rounds:int=None,    # cap on rounds (default 16 R1^2 R2^2 / eps^2, the theorem's bound)
                  sample:str="reuse",     # "reuse" the whole sample every round, or "split" it into fresh parts
-                 seed:int=0,             # seed of the auditor's random starts
-                 n_starts:int=2,         # random starts of each audit (the previous round's witness is always one more)
-                 maxiter:int=100,        # L-BFGS iterations per start
+                 seed:int=0,             # seed of the auditor's random starts (an integer >= 0)
+                 n_starts:int=2,         # random starts of each audit, at least 1 (the previous round's witness is always one more)
+                 max_iter:int=100,       # L-BFGS iterations per start
                  exact_max:int=500,      # up to this n the basis is all 2n generalized atoms; above, a pivoted-Cholesky subset
-                 trace_tol:float=1e-8,   # basis rank: capture 1 - trace_tol of the trace of K_v
+                 trace_tol:float=1e-8,   # basis rank: capture 1 - trace_tol of the trace of K_v (in (0, 1))
                  max_rank:int=300,       # cap on that rank
                  verbose:bool=False,     # show a progress bar on stderr (round, audit value, square loss, elapsed)
                  early_stopping:bool=True,        # keep the round with the lowest held-out square loss, stop when it stops falling
                  validation_fraction:float=0.2,   # share of the sample held out for early stopping when `fit` gets no `holdout`
                  n_iter_no_change:int=5,          # stop after this many rounds without a new lowest held-out square loss
                 ):
-        if not isinstance(kernel, Kernel): raise ValueError(f"kernel: expected a deccal kernel, got {kernel!r}")
-        if isinstance(n_actions, bool) or int(n_actions) != n_actions or n_actions < 1: raise ValueError(f"n_actions: must be an integer >= 1, got {n_actions!r}")
-        if step not in ("theory", "line-search"): raise ValueError(f"step: must be 'theory' or 'line-search', got {step!r}")
-        if sample not in ("reuse", "split"): raise ValueError(f"sample: must be 'reuse' or 'split', got {sample!r}")
-        if max_rounds is not None and (isinstance(max_rounds, bool) or int(max_rounds) != max_rounds or max_rounds < 0): raise ValueError(f"max_rounds: must be an integer >= 0, got {max_rounds!r}")
-        for nm, v, lo in (('n_starts', n_starts, 0), ('maxiter', maxiter, 1), ('exact_max', exact_max, 0), ('max_rank', max_rank, 1), ('n_iter_no_change', n_iter_no_change, 1)):
-            if isinstance(v, bool) or int(v) != v or v < lo: raise ValueError(f"{nm}: must be an integer >= {lo}, got {v!r}")
-        self.kernel, self.n_actions = kernel, int(n_actions)
-        self.beta, self.R1, self.eps = check_positive(beta, 'beta'), check_positive(R1, 'R1'), check_positive(eps, 'eps')
-        self.R2 = None if R2 is None else check_positive(R2, 'R2')
-        self.trace_tol = check_positive(trace_tol, 'trace_tol')
-        self.step, self.max_rounds, self.sample, self.seed = step, None if max_rounds is None else int(max_rounds), sample, seed
-        self.n_starts, self.maxiter, self.exact_max, self.max_rank, self.verbose = int(n_starts), int(maxiter), int(exact_max), int(max_rank), verbose
-        if not isinstance(early_stopping, (bool, np.bool_)): raise ValueError(f"early_stopping: must be True or False, got {early_stopping!r}")
-        try: vf = float(validation_fraction)
-        except (TypeError, ValueError): vf = float('nan')
-        if not 0 < vf < 1: raise ValueError(f"validation_fraction: must lie in (0, 1), got {validation_fraction!r}")
-        self.early_stopping, self.validation_fraction, self.n_iter_no_change = bool(early_stopping), vf, int(n_iter_no_change)
+        "Store the parameters as given (scikit-learn's convention); `fit` checks them."
+        self.kernel, self.n_actions, self.beta, self.R1, self.R2, self.eps = kernel, n_actions, beta, R1, R2, eps
+        self.step, self.max_rounds, self.sample, self.seed, self.n_starts, self.max_iter = step, max_rounds, sample, seed, n_starts, max_iter
+        self.exact_max, self.trace_tol, self.max_rank, self.verbose = exact_max, trace_tol, max_rank, verbose
+        self.early_stopping, self.validation_fraction, self.n_iter_no_change = early_stopping, validation_fraction, n_iter_no_change
 
-    def _round_bound(self, R2:float) -> float:
-        "The theorem's cap on rounds, 16 R1^2 R2^2 / eps^2 (in floating point: a huge R2 or tiny eps gives inf, not an error)."
-        with np.errstate(over='ignore', divide='ignore'): return float(16.0 * np.float64(self.R1)**2 * np.float64(R2)**2 / np.float64(self.eps)**2)
+    def __repr__(self) -> str:
+        "The class, the kernel and the parameters that differ from their defaults (as scikit-learn shows an estimator)."
+        sig, parts = inspect.signature(type(self).__init__).parameters, []
+        for name in self._param_names():
+            v, d = getattr(self, name, None), sig[name].default
+            if name == 'kernel' or not (v is d or (type(v) is type(d) and v == d)): parts.append(f"{name}={v!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
 
-    def _directions(self, g, Gn, k, w):
+    def _round_bound(self, R2:float, p:dict) -> float:
+        "The theorem's cap on rounds, 16 R1^2 R2^2 / eps^2 (in floating point: a huge R2 or tiny eps gives inf, not an error); `p`: the checked parameters."
+        with np.errstate(over='ignore', divide='ignore'): return float(16.0 * np.float64(p['R1'])**2 * np.float64(R2)**2 / np.float64(p['eps'])**2)
+
+    def _directions(self, g, Gn, k, w, p:dict):
         "Patch directions in whitened coordinates (A, r) for round data: g (A, r) the G_a, Gn their norms, k the rule; and the step."
-        unit = _unit(g, Gn, self.R1)
-        if self.step == "theory": eta = self.eps / (2 * self.R1**2)
-        else:
-            Dhat = (w[:, None] * k).T @ k
-            denom = float(np.sum(Dhat * (unit @ unit.T)))
-            eta = float(np.sum(g * unit) / denom) if denom > 0 else 0.0
-        return eta * unit, eta
+        # directions eta * (R1 G_a / ||G_a||), computed from the unit vectors so that a huge R1 cannot overflow R1^2
+        u = _unit(g, Gn, 1.0)
+        if p['step'] == "theory": return (p['eps'] / (2 * p['R1'])) * u, p['eps'] / (2 * p['R1']**2)
+        Dhat = (w[:, None] * k).T @ k
+        denom = float(np.sum(Dhat * (u @ u.T)))
+        s = float(np.sum(g * u) / denom) if denom > 0 else 0.0      # the step along u; eta = s / R1
+        return s * u, s / p['R1']
+
+
+# %% ../nbs/08_dimfreedecal.ipynb #81b9d9e3
+def _optional(check):
+    "A check that lets None through (None: the documented default)."
+    return lambda v, name: None if v is None else check(v, name)
+
+def _check_kernel_param(v, name):
+    if not isinstance(v, Kernel): raise DeccalTypeError(name, f"expected a deccal kernel (deccal.kernels), got {v!r}")
+    return v
+
+def _check_verbose(v, name):
+    "True/False, or an integer >= 0 as scikit-learn's `verbose` (0: off)."
+    if isinstance(v, (bool, np.bool_)): return bool(v)
+    return check_int(v, name, 0) > 0
+
+_PARAM_CHECKS = dict(          # parameter -> check(value, name) returning the value the fit uses
+    kernel=_check_kernel_param,
+    n_actions=lambda v, nm: check_int(v, nm, 1),
+    beta=check_positive, R1=check_positive, R2=_optional(check_positive), eps=check_positive,
+    step=lambda v, nm: check_choice(v, nm, ("theory", "line-search")),
+    max_rounds=_optional(lambda v, nm: check_int(v, nm, 0)),
+    sample=lambda v, nm: check_choice(v, nm, ("reuse", "split")),
+    seed=check_seed,
+    n_starts=lambda v, nm: check_int(v, nm, 1),
+    max_iter=lambda v, nm: check_int(v, nm, 1),
+    exact_max=lambda v, nm: check_int(v, nm, 0),
+    trace_tol=lambda v, nm: check_number(v, nm, 0.0, 1.0),
+    max_rank=lambda v, nm: check_int(v, nm, 1),
+    verbose=_check_verbose,
+    early_stopping=check_bool,
+    validation_fraction=lambda v, nm: check_number(v, nm, 0.0, 1.0),
+    n_iter_no_change=lambda v, nm: check_int(v, nm, 1),
+    regularizer=lambda v, nm: check_number(v, nm, 0.0, lo_closed=True),
+)
+
+@patch(cls_method=True)
+def _param_names(cls:DimFreeDeCal) -> list:
+    "The parameters, in the order of the constructor's signature (its `__signature__` when a subclass sets one)."
+    sig = inspect.signature(cls.__init__)
+    return [n for n, p in sig.parameters.items() if n != 'self' and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+
+@patch(cls_method=True)
+def _get_param_names(cls:DimFreeDeCal) -> list:
+    "The parameter names, sorted (scikit-learn's helper of the same name)."
+    return sorted(cls._param_names())
+
+@patch
+def get_params(self:DimFreeDeCal,
+               deep:bool=True, # also the kernel's parameters, as `kernel__<name>`
+              ) -> dict:
+    "The parameters as given to the constructor or `set_params` (scikit-learn's convention)."
+    out = {}
+    for name in self._get_param_names():
+        v = getattr(self, name)
+        if deep and hasattr(v, 'get_params') and not isinstance(v, type):
+            out.update((f"{name}__{k}", x) for k, x in v.get_params().items())
+        out[name] = v
+    return out
+
+@patch
+def set_params(self:DimFreeDeCal, **params) -> DimFreeDeCal:
+    "Set parameters by name (`kernel__gamma=...` rebuilds the kernel with that parameter changed); returns self. Checked at the next `fit`."
+    names, nested = self._param_names(), {}
+    for key, v in params.items():
+        name, sep, sub = key.partition('__')
+        if name not in names:
+            raise DeccalTypeError(key, f"not a parameter of {type(self).__name__}; its parameters are {', '.join(names)}")
+        if sep: nested.setdefault(name, {})[sub] = v
+        else: setattr(self, name, v)
+    for name, sub in nested.items():
+        k = getattr(self, name)
+        if not hasattr(k, 'get_params'): raise DeccalTypeError(f"{name}__{next(iter(sub))}", f"{k!r} has no parameters to set")
+        current = k.get_params()
+        bad = [s for s in sub if s not in current]
+        if bad: raise DeccalTypeError(f"{name}__{bad[0]}", f"not a parameter of {k!r}; its parameters are {', '.join(current) or 'none'}")
+        setattr(self, name, type(k)(**{**current, **sub}))
+    return self
+
+@patch
+def _validate_params(self:DimFreeDeCal) -> dict:
+    "Check every parameter (in the signature's order) and return the values the fit uses; a `DeccalError` naming the first bad one."
+    return {name: _PARAM_CHECKS[name](getattr(self, name), name) for name in self._param_names()}
+
 
 # %% ../nbs/08_dimfreedecal.ipynb #e1a9217d
 def _progress_fraction(value:float,      # this round's audit value
@@ -204,75 +284,82 @@ def fit(self:DimFreeDeCal,
     """Learn the patches from a calibration sample; returns self. With `early_stopping`, held-out data (`holdout`, or else a
     `validation_fraction` of the sample, which the patches then never see) decide when to stop and which round to keep."""
     t0 = time.perf_counter()
-    if not isinstance(pred, Embedding): raise ValueError(f"pred: expected an Embedding, got {pred!r}")
-    k_ = self.kernel
+    p = self._validate_params()                        # the checked parameters: what this fit (and the fitted calibrator) uses
+    if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
+    k_ = p['kernel']
     Y = k_.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
-    if Y.shape[1] != pred.dim: raise ValueError(f"Y: outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
+    if Y.shape[1] != pred.dim: raise DeccalError('Y', f"outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
     pred._check_kernel(k_)
-    n, A = pred.n, self.n_actions
+    n, A = pred.n, p['n_actions']
     if holdout is not None: holdout = _check_holdout(holdout, k_, pred.dim)
     s0, kyy = pred.sq_norms(k_), k_.diag(Y)
-    R2 = self.R2 if self.R2 is not None else float(np.sqrt(max(kyy.max(), s0.max(), 0)))
-    if self.early_stopping and holdout is None:        # set a validation part aside: the patches never see it
-        nv = int(round(self.validation_fraction * n))
+    y_max = float(np.sqrt(max(kyy.max(), 0)))          # the largest ||phi(y)|| on the sample
+    if p['R2'] is not None and p['R2'] < y_max * (1 - 1e-9):
+        raise DeccalError('R2', f"{p['R2']:g} is below the largest ||phi(y)|| on the sample, {y_max:.6g}: projecting the predictions onto a "
+                          f"ball that does not contain the outcomes can raise the square loss, and the guarantee of Theorem 6.1 assumes "
+                          f"||phi(y)|| <= R2. Use R2 >= {y_max:.6g}, or R2=None (the largest ||phi(y)|| and ||p0(x)|| on the sample)")
+    R2 = p['R2'] if p['R2'] is not None else float(np.sqrt(max(kyy.max(), s0.max(), 0)))
+    if p['early_stopping'] and holdout is None:        # set a validation part aside: the patches never see it
+        nv = int(round(p['validation_fraction'] * n))
         if nv < 2 or n - nv < 2:
-            raise ValueError(f"validation_fraction: {self.validation_fraction:g} of a sample of {n} leaves {nv} points to validate on "
-                             f"and {n - nv} to fit (need at least 2 of each); pass holdout=(pred, Y) or early_stopping=False")
-        perm = np.random.default_rng([self.seed, 1]).permutation(n)
+            raise DeccalError('validation_fraction', f"{p['validation_fraction']:g} of a sample of {n} leaves {nv} points to validate on "
+                              f"and {n - nv} to fit (need at least 2 of each); pass holdout=(pred, Y) or early_stopping=False")
+        perm = np.random.default_rng([p['seed'], 1]).permutation(n)
         iv, it = np.sort(perm[:nv]), np.sort(perm[nv:])
         holdout = (pred[iv], Y[iv])
         pred, Y, s0, kyy, n = pred[it], Y[it], s0[it], kyy[it], len(it)
-    bound = self._round_bound(R2)
+    bound = self._round_bound(R2, p)
     bound = int(np.ceil(bound)) if bound < 2.0**62 else float('inf')
-    if self.max_rounds is None and bound == float('inf'):
-        raise ValueError(f"max_rounds: the theorem's bound on rounds overflows (R1 = {self.R1:g}, R2 = {R2:g}, eps = {self.eps:g}); give max_rounds")
-    max_rounds = bound if self.max_rounds is None else self.max_rounds
-    if self.sample == "split":
-        if max_rounds < 1: raise ValueError("max_rounds: sample='split' needs max_rounds >= 1")
-        parts = np.array_split(np.random.default_rng(self.seed).permutation(n), max_rounds)
-        if min(len(p) for p in parts) < 2: raise ValueError(f"max_rounds: {max_rounds} parts of a sample of {n} leave fewer than 2 points per round")
-    basis, captured = _make_basis(k_, pred, Y, self.exact_max, self.trace_tol, self.max_rank)
+    if p['max_rounds'] is None and bound == float('inf'):
+        raise DeccalError('max_rounds', f"the theorem's bound on rounds overflows (R1 = {p['R1']:g}, R2 = {R2:g}, eps = {p['eps']:g}); give max_rounds")
+    max_rounds = bound if p['max_rounds'] is None else p['max_rounds']
+    if p['sample'] == "split":
+        if max_rounds < 1: raise DeccalError('max_rounds', "sample='split' needs max_rounds >= 1")
+        parts = np.array_split(np.random.default_rng(p['seed']).permutation(n), max_rounds)
+        if min(len(q) for q in parts) < 2: raise DeccalError('max_rounds', f"{max_rounds} parts of a sample of {n} leave fewer than 2 points per round")
+    basis, captured = _make_basis(k_, pred, Y, p['exact_max'], p['trace_tol'], p['max_rank'])
     K = basis.K
-    to_u, _ = _whiten(K, self.trace_tol, self.max_rank)
+    to_u, _ = _whiten(K, p['trace_tol'], p['max_rank'])
     st = _State(basis.h(pred), s0)
     hy = basis.h_outcomes(Y)                               # <v_s, phi(y_i)>
     py = pred.evaluate_paired(k_, Y)                       # p0(x_i)(y_i)
+    base_sq = float(np.mean(_pointwise_square_loss(st, py, hy, kyy)))   # the base predictor's square loss, before the projection
     st.project(R2)
     if holdout is not None:
         ph, Yh = holdout
         hold = _State(basis.h(ph), ph.sq_norms(k_)); hold.project(R2)
         hold_y, hold_py, hold_kyy = basis.h_outcomes(Yh), ph.evaluate_paired(k_, Yh), k_.diag(Yh)
-    rng = np.random.default_rng(self.seed)
+    rng = np.random.default_rng(p['seed'])
     rounds, history, U_prev, held_losses = [], [], None, []
-    target = 0.75 * self.eps                               # stop when the auditor finds nothing above it
+    target = 0.75 * p['eps']                               # stop when the auditor finds nothing above it
     stop = "max_rounds"
-    pb = Progress(1.0, type(self).__name__, enabled=self.verbose, count=False)
+    pb = Progress(1.0, type(self).__name__, enabled=p['verbose'], count=False)
     for t in range(max_rounds + 1):
         sq_loss = float(np.mean(_pointwise_square_loss(st, py, hy, kyy)))
         rec = dict(round=t, square_loss=sq_loss)
         if holdout is not None:
             held_losses.append(float(np.mean(_pointwise_square_loss(hold, hold_py, hold_y, hold_kyy))))
             rec.update(holdout_square_loss=held_losses[-1])
-        if self.early_stopping and t - int(np.argmin(held_losses)) >= self.n_iter_no_change:
+        if p['early_stopping'] and t - int(np.argmin(held_losses)) >= p['n_iter_no_change']:
             stop = "early_stopping"
         if t == max_rounds or stop == "early_stopping":
             rec.update(audit_value=None); history.append(rec); break
-        rows, m_t = (parts[t], len(parts[t])) if self.sample == "split" else (slice(None), n)   # the rows this round's audit sees
+        rows, m_t = (parts[t], len(parts[t])) if p['sample'] == "split" else (slice(None), n)   # the rows this round's audit sees
         w = np.full(m_t, 1.0 / m_t)
         # whitened coordinates of the predictions (S) and of the residuals (T) on the audited rows
         Pv = st.inner_v()
         S, T = Pv[rows] @ to_u.T, (hy[rows] - Pv[rows]) @ to_u.T
-        U, _ = _search(S, T, w, self.beta, self.R1, A, self.n_starts, rng, self.maxiter, [] if U_prev is None else [U_prev])
+        U, _ = _search(S, T, w, p['beta'], p['R1'], A, p['n_starts'], rng, p['max_iter'], [] if U_prev is None else [U_prev])
         U_prev = U
         C = U @ to_u                                       # l'_t as coefficients over v_S
-        k = quantal_response(Pv @ C.T, self.beta)          # the rule's decisions on every row (the patch moves them all)
+        k = quantal_response(Pv @ C.T, p['beta'])          # the rule's decisions on every row (the patch moves them all)
         g = (w[:, None] * k[rows]).T @ T                   # G_a in whitened coordinates
         Gn = np.linalg.norm(g, axis=1)
-        value = float(self.R1 * Gn.sum())
+        value = float(p['R1'] * Gn.sum())
         rec.update(audit_value=value)
         if holdout is not None:                            # the witnessed pair re-measured on held-out data
-            unit = _unit(g, Gn, self.R1) @ to_u
-            kh = quantal_response(hold.estimates(C), self.beta)
+            unit = _unit(g, Gn, p['R1']) @ to_u
+            kh = quantal_response(hold.estimates(C), p['beta'])
             gh = np.einsum('ia,ia->i', kh, hold_y @ unit.T - hold.estimates(unit))
             rec.update(holdout_value=float(gh.mean()), holdout_se=float(gh.std(ddof=1) / np.sqrt(len(gh))) if len(gh) > 1 else float('inf'))
         history.append(rec)
@@ -280,21 +367,22 @@ def fit(self:DimFreeDeCal,
                   f"round {t}/{max_rounds}  audit value {value:.4g} (stop at {target:.4g})  square loss {sq_loss:.5g}"
                   + (f"  held out {rec['holdout_square_loss']:.5g}" if holdout is not None else ''))
         if value <= target: stop = "target"; break
-        Du, eta = self._directions(g, Gn, k[rows], w)
+        Du, eta = self._directions(g, Gn, k[rows], w, p)
         D = Du @ to_u
         KD = D @ K
         rounds.append(dict(C=C, D=D, KD=KD, eta=eta))
         st.patch(k, D, KD); st.project(R2)
         if holdout is not None:
             hold.patch(kh, D, KD); hold.project(R2)     # kh: the rule's decisions on the held-out part, from above
-    best = int(np.argmin(held_losses)) if self.early_stopping else len(rounds)   # the round with the lowest held-out square loss
+    best = int(np.argmin(held_losses)) if p['early_stopping'] else len(rounds)   # the round with the lowest held-out square loss
     last = [h['audit_value'] for h in history if h['audit_value'] is not None]
     pb.close(f"{len(rounds)} rounds, " + (f"audit value {last[0]:.4g} -> {last[-1]:.4g}, " if last else '')
              + {"target": "target reached", "max_rounds": "max_rounds reached", "early_stopping": "held-out square loss stopped falling"}[stop]
-             + (f"; keeping {best} rounds" if self.early_stopping else ''))
+             + (f"; keeping {best} rounds" if p['early_stopping'] else ''))
     self.basis_, self.rounds_, self.history_, self.R2_, self.round_bound_ = basis, rounds[:best], history, R2, bound
     self.all_rounds_, self.best_round_, self.stop_reason_, self.n_fit_ = rounds, best, stop, n
-    self.captured_trace_, self.rank_, self.seconds_ = captured, to_u.shape[0], time.perf_counter() - t0
+    self.captured_trace_, self.rank_, self.base_square_loss_ = captured, to_u.shape[0], base_sq
+    self._fitted, self._stack_cache, self.seconds_ = p, None, time.perf_counter() - t0
     return self
 
 # %% ../nbs/08_dimfreedecal.ipynb #662d0c8d
@@ -302,7 +390,7 @@ def fit(self:DimFreeDeCal,
 def _stacked(self:DimFreeDeCal) -> dict:
     "Per-round quantities stacked over rounds, computed once: C, D (T A, m), and the (T A, T A) blocks D K C^T and D K D^T."
     if getattr(self, '_stack_cache', None) is None or self._stack_cache[0] is not self.rounds_:
-        m, A = self.basis_.m, self.n_actions
+        m, A = self.basis_.m, self._fitted['n_actions']
         C = np.vstack([r['C'] for r in self.rounds_]) if self.rounds_ else np.zeros((0, m))
         D = np.vstack([r['D'] for r in self.rounds_]) if self.rounds_ else np.zeros((0, m))
         KD = np.vstack([r['KD'] for r in self.rounds_]) if self.rounds_ else np.zeros((0, m))
@@ -313,13 +401,13 @@ def _stacked(self:DimFreeDeCal) -> dict:
 def _replay(self:DimFreeDeCal, pred:Embedding) -> tuple:
     """The state of `pred` after all fitted rounds, as p(x) = c(x) q(x), q(x) = p0(x) + sum_t a_t(x) . d_t: returns c (N,), a (N, T A) and ||q(x)||^2.
     Per round only an (N, t A) x (t A, 2 A) product: the inner products the loop needs come from h D^T, h C^T and the stacked blocks."""
-    S, A, beta, R2 = self._stacked(), self.n_actions, self.beta, self.R2_
+    S, A, beta, R2 = self._stacked(), self._fitted['n_actions'], self._fitted['beta'], self.R2_
     h = self.basis_.h(pred)
     HC, HD = h @ S['C'].T, h @ S['D'].T
     BG = np.concatenate([S['BC'][:, :, None], S['GD'][:, :, None]], axis=2)   # (T A, T A, 2)
     N, TA = len(h), S['C'].shape[0]
     a = np.zeros((N, TA))
-    n2 = pred.sq_norms(self.kernel)                   # ||p0(x) + sum_t a_t . d_t||^2, updated in place
+    n2 = pred.sq_norms(self._fitted['kernel'])                   # ||p0(x) + sum_t a_t . d_t||^2, updated in place
     c = np.minimum(1.0, R2 / np.sqrt(np.maximum(n2, 1e-300)))
     for t0 in range(0, TA, A):
         sl = slice(t0, t0 + A)
@@ -336,12 +424,13 @@ def _replay(self:DimFreeDeCal, pred:Embedding) -> tuple:
 
 @patch
 def _check_fitted(self:DimFreeDeCal, pred=None):
-    "Refuse an unfitted calibrator, and (if given) predictions it cannot transform."
-    if not hasattr(self, 'rounds_'): raise ValueError("the calibrator is not fitted: call fit first")
+    "Refuse an unfitted calibrator (a `NotFittedError`), and (if given) predictions it cannot transform."
+    if not hasattr(self, '_fitted'):
+        raise NotFittedError(type(self).__name__, "this calibrator is not fitted yet: call fit(pred, Y) first")
     if pred is None: return
-    if not isinstance(pred, Embedding): raise ValueError(f"pred: expected an Embedding, got {pred!r}")
-    if pred.dim != self.basis_.P.dim: raise ValueError(f"pred: predictions on R^{pred.dim}, the calibrator was fitted on R^{self.basis_.P.dim}")
-    pred._check_kernel(self.kernel)
+    if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
+    if pred.dim != self.basis_.P.dim: raise DeccalError('pred', f"predictions on R^{pred.dim}, the calibrator was fitted on R^{self.basis_.P.dim}")
+    pred._check_kernel(self._fitted['kernel'])
 
 @patch
 def transform(self:DimFreeDeCal, pred:Embedding) -> Embedding:
@@ -353,13 +442,12 @@ def transform(self:DimFreeDeCal, pred:Embedding) -> Embedding:
     theta = np.empty((pred.n, len(V)))
     gamma = np.empty(pred.n)
     TA = S['C'].shape[0]
-    step = max(1, int(kernels.MEMORY_BUDGET // (8 * (3 * b.m + 4 * TA + len(V)))))
-    for i0 in range(0, pred.n, step):
-        part = pred[i0:i0 + step]
+    for i0, i1 in row_blocks(pred.n, 8 * (3 * b.m + 4 * TA + len(V))):
+        part = pred[i0:i1]
         c, a, _ = self._replay(part)
         _, coef = b.expand(c[:, None] * (a @ S['D']))
-        theta[i0:i0 + step] = np.hstack([c[:, None] * part.theta, coef])
-        gamma[i0:i0 + step] = c
+        theta[i0:i1] = np.hstack([c[:, None] * part.theta, coef])
+        gamma[i0:i1] = c
     return Embedding(pred.Z, pred.W, V, theta, gamma)
 
 @patch
@@ -369,24 +457,25 @@ def square_loss(self:DimFreeDeCal,
                 ) -> float:
     "E_hat ||p(x) - phi(y)||^2 of the calibrated predictions, without building them (cheaper than `transform(pred).sq_error(...)`)."
     self._check_fitted(pred)
-    Y = self.kernel.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
-    if Y.shape[1] != pred.dim: raise ValueError(f"Y: outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
+    kern = self._fitted['kernel']
+    Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
+    if Y.shape[1] != pred.dim: raise DeccalError('Y', f"outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
     b, S, total = self.basis_, self._stacked(), 0.0
-    step = max(1, int(kernels.MEMORY_BUDGET // (8 * (4 * b.m + 4 * S['C'].shape[0]))))
-    for i0 in range(0, pred.n, step):
-        part, Yp = pred[i0:i0 + step], Y[i0:i0 + step]
+    for i0, i1 in row_blocks(pred.n, 8 * (4 * b.m + 4 * S['C'].shape[0])):
+        part, Yp = pred[i0:i1], Y[i0:i1]
         c, a, n2 = self._replay(part)
-        qy = part.evaluate_paired(self.kernel, Yp) + np.einsum('im,im->i', a @ S['D'], b.h_outcomes(Yp))   # <q(x), phi(y)>
-        total += float(np.sum(c**2 * n2 - 2 * c * qy + self.kernel.diag(Yp)))
+        qy = part.evaluate_paired(kern, Yp) + np.einsum('im,im->i', a @ S['D'], b.h_outcomes(Yp))   # <q(x), phi(y)>
+        total += float(np.sum(c**2 * n2 - 2 * c * qy + kern.diag(Yp)))
     return total / pred.n
 
 @patch
 def rule_loss(self:DimFreeDeCal, t:int) -> Loss:
     "The auditor's rule loss l'_t of round t (whose quantal response drives the patch), as a `Loss`."
     self._check_fitted()
-    if not 0 <= t < len(self.rounds_): raise ValueError(f"t: must lie in 0..{len(self.rounds_) - 1}, got {t!r}")
+    if not len(self.all_rounds_): raise DeccalError('t', "the calibrator ran no round: there is no rule loss")
+    t = check_int(t, 't', 0, len(self.all_rounds_) - 1)
     atoms, coef = self.basis_.expand(self.all_rounds_[t]['C'])
-    return Loss(self.kernel, atoms, coef, f"rule loss of round {t}")
+    return Loss(self._fitted['kernel'], atoms, coef, f"rule loss of round {t}")
 
 # %% ../nbs/08_dimfreedecal.ipynb #3d95bc78
 @patch
@@ -396,7 +485,7 @@ def truncated(self:DimFreeDeCal,
     "The calibrator after its first `T` rounds: transforms as `fit` with `max_rounds=T` and no early stopping would (sample='reuse')."
     self._check_fitted()
     if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or not 0 <= T <= len(self.all_rounds_):
-        raise ValueError(f"T: must be an integer in 0..{len(self.all_rounds_)}, got {T!r}")
+        raise DeccalError('T', f"must be an integer in 0..{len(self.all_rounds_)}, got {T!r}")
     c = copy.copy(self)
     c.rounds_ = c.all_rounds_ = self.all_rounds_[:T]
     c.history_, c._stack_cache, c.best_round_ = [dict(h) for h in self.history_[:T + 1]], None, int(T)
@@ -411,90 +500,175 @@ def certify(self:DimFreeDeCal,
             search_fraction:float=0.5, # share of the data the auditor searches on; the rest re-measures its witness
             delta:float=0.05,          # 1 - confidence level of the bounds
             seed:int=0,                # seed of the split and of the search
-            **kw,                      # passed to `audit` (n_starts, maxiter, R2, ...)
+            **kw,                      # passed to `audit` (n_starts, max_iter, R2, verbose, ...)
            ) -> AuditResult:
     "Audit the calibrated predictions of fresh data: the worst pair found on one part, re-measured on the other; `.report()` explains."
     self._check_fitted(pred)
-    return _certify(self.transform(pred), Y, kernel=self.kernel, n_actions=self.n_actions, beta=self.beta, R1=self.R1,
+    p = self._fitted
+    return _certify(self.transform(pred), Y, p['kernel'], n_actions=p['n_actions'], beta=p['beta'], R1=p['R1'],
                     search_fraction=search_fraction, delta=delta, seed=seed, **kw)
 
 # %% ../nbs/08_dimfreedecal.ipynb #1d831c29
-FORMAT_VERSION = 2   # 2: basis = a subset of the generalized atoms (rank_, exact_max); files of version 1 are refused
-_CALIBRATORS = {}   # class name -> class, for load_calibrator
-
-def _kernel_spec(kernel):
-    from deccal import kernels as K
-    for cls in (K.Linear, K.Polynomial, K.RBF, K.Laplacian, K.MinKernel, K.ExpInner):
-        if type(kernel) is cls: return cls.__name__, np.array(kernel._p)
-    raise ValueError(f"kernel: {kernel!r} cannot be saved (only the built-in kernels can; a FeatureMap holds a Python function)")
-
-def _kernel_from_spec(name, p):
-    from deccal import kernels as K
-    makers = {'Linear': lambda p: K.Linear(), 'Polynomial': lambda p: K.Polynomial(int(p[0]), p[1]), 'RBF': lambda p: K.RBF(p[0]),
-              'Laplacian': lambda p: K.Laplacian(p[0]), 'MinKernel': lambda p: K.MinKernel(), 'ExpInner': lambda p: K.ExpInner()}
-    if name not in makers: raise ValueError(f"unknown kernel {name!r} in the file")
-    return makers[name](p)
-
-_PARAMS = ('n_actions', 'beta', 'R1', 'R2', 'eps', 'step', 'max_rounds', 'sample', 'seed', 'n_starts', 'maxiter', 'exact_max', 'trace_tol', 'max_rank',
-           'early_stopping', 'validation_fraction', 'n_iter_no_change')
+FORMAT_VERSION = 3   # 3: the kernel by its registry name and parameters, base_square_loss_; version 2 files are still read
+_READS = (2, 3)      # the versions load_calibrator reads
+_CALIBRATORS = {}    # class name -> class, for load_calibrator
 _HISTORY_KEYS = ('round', 'square_loss', 'audit_value', 'holdout_value', 'holdout_se', 'holdout_square_loss')
+_STOP_REASONS = ('target', 'max_rounds', 'early_stopping', 'unknown')
+
+def _plain(v):
+    "A NumPy scalar as the Python number it holds (so that repr can be read back by ast.literal_eval)."
+    return v.item() if isinstance(v, np.generic) else v
 
 @patch
-def save(self:DimFreeDeCal, path):
-    "Save the fitted calibrator to `path` (.npz)."
+def save(self:DimFreeDeCal,
+         path, # the file to write: exactly this name (no suffix is added); its folder must exist
+        ):
+    "Save the fitted calibrator to one `.npz` file, written whole or not at all (an existing file is replaced only on success)."
     self._check_fitted()
-    kname, kp = _kernel_spec(self.kernel)
+    p = self._fitted
+    kname, kparams = kernel_spec(p['kernel'])           # a DeccalError for a kernel that holds Python code
+    check_output_path(path)                             # before any work
     b, p0, T = self.basis_, self.basis_.P, len(self.rounds_)
-    M, A = b.m, self.n_actions
+    M, A = b.m, p['n_actions']
     stack = lambda key: np.stack([r[key] for r in self.rounds_]) if T else np.zeros((0, A, M))
-    hist = {k: np.array([np.nan if h.get(k) is None else h[k] for h in self.history_], float)
-            for k in _HISTORY_KEYS}
-    params = {k: getattr(self, k) for k in _PARAMS}
-    np.savez(path, format=np.array('deccal-calibrator'), version=np.array(FORMAT_VERSION), cls=np.array(type(self).__name__),
-             kernel_name=np.array(kname), kernel_params=kp, params=np.array(repr(params)),
-             extra=np.array(repr(self._extra_params())),
-             Y=b.Y, K=b.K, Z=p0.Z, W=p0.W, V=p0.V, theta=p0.theta, gamma=p0.gamma,
-             C=stack('C'), D=stack('D'), KD=stack('KD'), eta=np.array([r['eta'] for r in self.rounds_], float),
-             R2_=np.array(self.R2_), round_bound_=np.array(float(self.round_bound_)), best_round_=np.array(self.best_round_), stop_reason_=np.array(self.stop_reason_), captured_trace_=np.array(self.captured_trace_), rank_=np.array(self.rank_),
-             **{'hist_' + k: v for k, v in hist.items()})
+    hist = {k: np.array([np.nan if h.get(k) is None else h[k] for h in self.history_], float) for k in _HISTORY_KEYS}
+    params = {k: _plain(v) for k, v in p.items() if k != 'kernel'}
+    base = getattr(self, 'base_square_loss_', None)
+    arrays = dict(format=np.array('deccal-calibrator'), version=np.array(FORMAT_VERSION), cls=np.array(type(self).__name__),
+                  kernel=np.array(kname), kernel_params=np.array(repr({k: _plain(v) for k, v in kparams.items()})),
+                  params=np.array(repr(params)),
+                  Y=b.Y, K=b.K, Z=p0.Z, W=p0.W, V=p0.V, theta=p0.theta, gamma=p0.gamma,
+                  C=stack('C'), D=stack('D'), KD=stack('KD'), eta=np.array([r['eta'] for r in self.rounds_], float),
+                  R2_=np.array(self.R2_), round_bound_=np.array(float(self.round_bound_)), best_round_=np.array(self.best_round_),
+                  stop_reason_=np.array(self.stop_reason_), captured_trace_=np.array(self.captured_trace_), rank_=np.array(self.rank_),
+                  base_square_loss_=np.array(np.nan if base is None else base),
+                  **{'hist_' + k: v for k, v in hist.items()})
+    atomic_write(path, lambda f: np.savez(f, **arrays))
 
-@patch
-def _extra_params(self:DimFreeDeCal) -> dict: return {}
 _CALIBRATORS['DimFreeDeCal'] = DimFreeDeCal
 
-def load_calibrator(path) -> DimFreeDeCal:
-    "Load a calibrator saved with `.save(path)`."
-    import ast, zipfile, zlib
+_V2_KERNELS = {'Linear': ('linear', lambda p: {}), 'Polynomial': ('poly', lambda p: {'degree': int(p[0]) if float(p[0]).is_integer() else p[0], 'c': p[1]}),
+               'RBF': ('rbf', lambda p: {'gamma': p[0]}), 'Laplacian': ('laplacian', lambda p: {'gamma': p[0]}),
+               'MinKernel': ('min', lambda p: {}), 'ExpInner': ('exp', lambda p: {})}
+
+class _Corrupt(Exception):
+    "An inconsistency found in a calibrator file (turned into a DeccalError('path', ...))."
+
+def _numbers(f, key:str, ndim:int) -> np.ndarray:
+    "Member `key` of the file: finite numbers with `ndim` dimensions."
+    a = f[key]
+    if a.dtype.kind not in 'iuf' or a.ndim != ndim:
+        raise _Corrupt(f"{key} has shape {a.shape} and type {a.dtype}; expected {ndim}-dimensional numbers")
+    if not np.all(np.isfinite(a)): raise _Corrupt(f"{key} contains NaN or infinite values")
+    return a.astype(float)
+
+def _scalar(f, key:str) -> float:
+    a = f[key]
+    if a.shape != () or a.dtype.kind not in 'iuf': raise _Corrupt(f"{key} is not a number (shape {a.shape}, type {a.dtype})")
+    return float(a)
+
+def _read_kernel(f, version:int):
+    "The kernel: by registry name and parameters (version 3), or by class name and the pair (p0, p1) (version 2)."
+    import ast
+    if version >= 3:
+        name = str(f['kernel'])
+        try: params = ast.literal_eval(str(f['kernel_params']))
+        except (ValueError, SyntaxError) as e: raise _Corrupt(f"kernel_params cannot be read ({e})") from None
+        if not isinstance(params, dict): raise _Corrupt(f"kernel_params is not a dict of parameters: {params!r}")
+    else:
+        cls_name, raw = str(f['kernel_name']), f['kernel_params']
+        if cls_name not in _V2_KERNELS: raise _Corrupt(f"unknown kernel {cls_name!r}")
+        if raw.shape != (2,) or raw.dtype.kind not in 'iuf' or not np.all(np.isfinite(raw)):
+            raise _Corrupt(f"kernel_params of the {cls_name} kernel must be two finite numbers, got shape {raw.shape} and type {raw.dtype}")
+        name, params = _V2_KERNELS[cls_name][0], _V2_KERNELS[cls_name][1]([float(v) for v in raw])
+    try: return make_kernel(name, **params)
+    except (ValueError, TypeError) as e: raise _Corrupt(f"the kernel {name!r} with parameters {params} is invalid ({e})") from None
+
+def _read_params(f, version:int, cls) -> dict:
+    import ast
+    try:
+        params = ast.literal_eval(str(f['params']))
+        extra = ast.literal_eval(str(f['extra'])) if 'extra' in f.files else {}
+    except (ValueError, SyntaxError) as e: raise _Corrupt(f"params cannot be read ({e})") from None
+    if not isinstance(params, dict) or not isinstance(extra, dict): raise _Corrupt("params is not a dict of parameters")
+    params = {**params, **extra}
+    if version < 3:                                     # version 2: `maxiter`, and ZhaoDeCal stored the `step` it ignores
+        if 'maxiter' in params: params['max_iter'] = params.pop('maxiter')
+        if 'step' not in cls._param_names(): params.pop('step', None)
+    unknown = sorted(set(params) - set(cls._param_names()))
+    if unknown: raise _Corrupt(f"unknown parameters {unknown} for {cls.__name__}")
+    return params
+
+def _read_calibrator(f, version:int) -> DimFreeDeCal:
+    "Rebuild a calibrator from an open file, checking that its contents agree with each other."
+    cls_name = str(f['cls'])
+    if cls_name == 'ZhaoDeCal' and cls_name not in _CALIBRATORS: import deccal.zhao
+    if cls_name not in _CALIBRATORS: raise _Corrupt(f"unknown calibrator class {cls_name!r}")
+    cls = _CALIBRATORS[cls_name]
+    kernel = _read_kernel(f, version)
+    obj = cls(kernel, **_read_params(f, version, cls))
+    try: p = obj._validate_params()
+    except DeccalError as e: raise _Corrupt(f"parameter {e}") from None
+    Y, K, eta = _numbers(f, 'Y', 2), _numbers(f, 'K', 2), _numbers(f, 'eta', 1)
+    try:
+        P = Embedding(*(_numbers(f, k, nd) for k, nd in (('Z', 3), ('W', 2), ('V', 2), ('theta', 2), ('gamma', 1))))
+        Y = kernel.check(Y, 'Y')
+    except DeccalError as e: raise _Corrupt(f"the stored sample: {e}") from None
+    if Y.shape[1] != P.dim: raise _Corrupt(f"outcomes Y on R^{Y.shape[1]} but base predictions on R^{P.dim}")
+    m, T, A = len(Y) + P.n, len(eta), p['n_actions']
+    if K.shape != (m, m): raise _Corrupt(f"K has shape {K.shape}; the {len(Y)} outcomes and {P.n} base predictions need ({m}, {m})")
+    if not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(K).max())): raise _Corrupt("K is not symmetric")
+    CDK = {k: _numbers(f, k, 3) for k in ('C', 'D', 'KD')}
+    for k, a in CDK.items():
+        if a.shape != (T, A, m): raise _Corrupt(f"{k} has shape {a.shape}; {T} rounds (eta), {A} actions and {m} basis atoms need {(T, A, m)}")
+    R2 = _scalar(f, 'R2_')
+    if not (np.isfinite(R2) and R2 > 0): raise _Corrupt(f"R2_ = {R2!r}; it must be a finite number > 0")
+    rb, ct, rank = _scalar(f, 'round_bound_'), _scalar(f, 'captured_trace_'), _scalar(f, 'rank_')
+    if np.isnan(rb) or rb < 0: raise _Corrupt(f"round_bound_ = {rb!r}; it must be >= 0")
+    if not 0 <= ct <= 1: raise _Corrupt(f"captured_trace_ = {ct!r}; it must lie in [0, 1]")
+    if not (rank.is_integer() and 0 <= rank <= m): raise _Corrupt(f"rank_ = {rank!r}; it must be an integer in 0..{m}")
+    keys = [k for k in _HISTORY_KEYS if 'hist_' + k in f.files]
+    if keys[:2] != ['round', 'square_loss']: raise _Corrupt("the history has no rounds or square losses")
+    cols = [f['hist_' + k] for k in keys]
+    H = len(cols[0])
+    if any(c.shape != (H,) or c.dtype.kind not in 'iuf' for c in cols) or H < 1: raise _Corrupt("the history's columns differ in length or are not numbers")
+    if not np.array_equal(cols[0], np.arange(H)): raise _Corrupt("the history's rounds are not 0, 1, 2, ...")
+    best = _scalar(f, 'best_round_') if 'best_round_' in f.files else float(T)
+    if best != T: raise _Corrupt(f"best_round_ = {best:g} but {T} rounds are stored (the kept rounds, 0..best_round_)")
+    if T > H - 1: raise _Corrupt(f"{T} rounds are stored but the history records only {H - 1}")
+    stop = str(f['stop_reason_']) if 'stop_reason_' in f.files else 'unknown'
+    if stop not in _STOP_REASONS: raise _Corrupt(f"stop_reason_ = {stop!r}; expected one of {', '.join(_STOP_REASONS)}")
+    base = _scalar(f, 'base_square_loss_') if 'base_square_loss_' in f.files else np.nan
+    obj.basis_ = _Basis(kernel, Y, P, K=K)
+    obj.rounds_ = obj.all_rounds_ = [dict(C=c, D=d, KD=kd, eta=float(e)) for c, d, kd, e in zip(CDK['C'], CDK['D'], CDK['KD'], eta)]
+    obj.history_ = [{k: (None if np.isnan(v) else (int(v) if k == 'round' else float(v))) for k, v in zip(keys, row)
+                     if not (k.startswith('holdout') and np.isnan(v))} for row in zip(*cols)]
+    obj.R2_, obj.round_bound_, obj.captured_trace_, obj.rank_ = R2, int(rb) if np.isfinite(rb) else rb, ct, int(rank)
+    obj.best_round_, obj.stop_reason_, obj.base_square_loss_ = T, stop, None if np.isnan(base) else base
+    obj._fitted, obj._stack_cache = p, None
+    return obj
+
+def load_calibrator(path, # a file written by `save` (format version 2 or 3)
+                   ) -> DimFreeDeCal:
+    "Load a calibrator saved with `.save(path)`, after checking that the file's contents agree with each other."
+    import zipfile, zlib
+    if not isinstance(path, (str, os.PathLike)): raise DeccalTypeError('path', f"expected a file path, got {path!r}")
+    where = repr(str(path))
     try: f = np.load(path, allow_pickle=False)
-    except FileNotFoundError: raise ValueError(f"path: no such file {str(path)!r}") from None
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e: raise ValueError(f"path: {str(path)!r} is not a deccal calibrator file ({e})") from None
+    except FileNotFoundError: raise DeccalError('path', f"no such file {where}") from None
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e: raise DeccalError('path', f"{where} is not a deccal calibrator file ({e})") from None
+    if not isinstance(f, np.lib.npyio.NpzFile):
+        raise DeccalError('path', f"{where} is not a deccal calibrator file: it holds a single array, not the archive `save` writes")
     with f:
         try:
-            if str(f['format']) != 'deccal-calibrator': raise KeyError('format')
-            version = int(f['version'])
-            if version != FORMAT_VERSION:
-                raise ValueError(f"path: {str(path)!r} has calibrator format version {version}; this deccal reads version {FORMAT_VERSION}")
-            cls_name = str(f['cls'])
-            if cls_name == 'ZhaoDeCal' and cls_name not in _CALIBRATORS: import deccal.zhao
-            cls = _CALIBRATORS[cls_name]
-            kernel = _kernel_from_spec(str(f['kernel_name']), f['kernel_params'])
-            params = ast.literal_eval(str(f['params'])); extra = ast.literal_eval(str(f['extra']))
-            obj = cls(kernel=kernel, **params, **extra)
-            obj.basis_ = _Basis(kernel, f['Y'], Embedding(f['Z'], f['W'], f['V'], f['theta'], f['gamma']), K=f['K'])
-            obj.rounds_ = obj.all_rounds_ = [dict(C=c, D=d, KD=kd, eta=float(e)) for c, d, kd, e in zip(f['C'], f['D'], f['KD'], f['eta'])]
-            keys = [k for k in _HISTORY_KEYS if 'hist_' + k in f.files]
-            cols = [f['hist_' + k] for k in keys]
-            obj.history_ = [{k: (None if np.isnan(v) else (int(v) if k == 'round' else float(v))) for k, v in zip(keys, row)
-                             if not (k.startswith('holdout') and np.isnan(v))} for row in zip(*cols)]
-            rb = float(f['round_bound_'])
-            obj.R2_, obj.round_bound_, obj.captured_trace_, obj.rank_ = float(f['R2_']), int(rb) if np.isfinite(rb) else rb, float(f['captured_trace_']), int(f['rank_'])
-            obj.best_round_ = int(f['best_round_']) if 'best_round_' in f.files else len(obj.rounds_)
-            obj.stop_reason_ = str(f['stop_reason_']) if 'stop_reason_' in f.files else 'unknown'
-            if obj.best_round_ != len(obj.rounds_): raise ValueError(f"best_round_ = {obj.best_round_} but {len(obj.rounds_)} rounds stored")
-        except KeyError as e: raise ValueError(f"path: {str(path)!r} is not a deccal calibrator file (missing {e})") from None
-        except ValueError as e:
-            if str(e).startswith('path:'): raise
-            raise ValueError(f"path: {str(path)!r} is not a deccal calibrator file or is corrupted ({e})") from None
-        except (zipfile.BadZipFile, OSError, EOFError, zlib.error, SyntaxError, TypeError) as e:
-            raise ValueError(f"path: {str(path)!r} is not a deccal calibrator file or is corrupted ({type(e).__name__}: {e})") from None
-    return obj
+            if 'format' not in f.files or str(f['format']) != 'deccal-calibrator': raise KeyError('format')
+            version = int(_scalar(f, 'version'))
+            if version not in _READS:
+                raise DeccalError('path', f"{where} has calibrator format version {version}; this deccal reads versions {', '.join(map(str, _READS))}")
+            return _read_calibrator(f, version)
+        except _Corrupt as e: raise DeccalError('path', f"{where} is not a consistent deccal calibrator file: {e}") from None
+        except KeyError as e: raise DeccalError('path', f"{where} is not a deccal calibrator file (missing {e})") from None
+        except DeccalError: raise
+        except (zipfile.BadZipFile, OSError, EOFError, zlib.error, ValueError, TypeError) as e:
+            raise DeccalError('path', f"{where} is not a deccal calibrator file or is corrupted ({type(e).__name__}: {e})") from None
+

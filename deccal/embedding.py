@@ -5,18 +5,17 @@
 # %% ../nbs/03_embedding.ipynb #be192593
 from __future__ import annotations
 import numpy as np
-from .checks import check_array, as_points, check_rows, patch
-from .kernels import Kernel, MEMORY_BUDGET
+from . import checks
+from .checks import (check_array, as_points, check_rows, check_number, check_positive, patch, row_blocks,
+                           DeccalError, DeccalTypeError)
+from .kernels import Kernel, _tiles
 from .losses import Loss
 
 # %% auto #0
 __all__ = ['Embedding']
 
 # %% ../nbs/03_embedding.ipynb #38071c0f
-def _row_blocks(n:int, bytes_per_row:float):
-    "Split range(n) into blocks whose temporaries stay under MEMORY_BUDGET."
-    step = max(1, int(MEMORY_BUDGET // max(bytes_per_row, 1)))
-    return [(i, min(n, i + step)) for i in range(0, n, step)]
+_MAX_WEIGHT = 1e30   # largest |weight| accepted: squared, times two weights and a kernel value up to 1e150, sums stay finite
 
 class Embedding:
     "Predictions p(x_i) = gamma_i sum_j W[i,j] phi(Z[i,j]) + sum_m theta[i,m] phi(V[m]) for i = 0..n-1."
@@ -29,16 +28,19 @@ class Embedding:
                 ):
         Z = check_array(Z, 'Z', ndim=3, nonempty=False)
         W = check_array(W, 'W', ndim=2, nonempty=False)
-        if Z.shape[0] == 0: raise ValueError(f"Z: empty input (shape {Z.shape}); at least one prediction is needed")
-        if W.shape != Z.shape[:2]: raise ValueError(f"W: shape {W.shape} does not match Z's {Z.shape[:2]}")
+        if Z.shape[0] == 0: raise DeccalError('Z', f"empty input (shape {Z.shape}); at least one prediction is needed")
+        if Z.shape[2] == 0: raise DeccalError('Z', f"atoms of dimension 0 (shape {Z.shape}); outcomes need d >= 1 coordinates")
+        if W.shape != Z.shape[:2]: raise DeccalError('W', f"shape {W.shape} does not match Z's {Z.shape[:2]}")
         n, d = Z.shape[0], Z.shape[2]
         V = np.zeros((0, d)) if V is None else check_array(V, 'V', ndim=2, nonempty=False)
-        if V.shape[1] != d: raise ValueError(f"V: atoms have dimension {V.shape[1]} but Z's have {d}")
+        if V.shape[1] != d: raise DeccalError('V', f"atoms have dimension {V.shape[1]} but Z's have {d}")
         theta = np.zeros((n, V.shape[0])) if theta is None else check_array(theta, 'theta', ndim=2, nonempty=False)
-        if theta.shape != (n, V.shape[0]): raise ValueError(f"theta: shape {theta.shape}, expected {(n, V.shape[0])}")
+        if theta.shape != (n, V.shape[0]): raise DeccalError('theta', f"shape {theta.shape}, expected {(n, V.shape[0])}")
         gamma = np.ones(n) if gamma is None else check_array(gamma, 'gamma', ndim=1)
         check_rows(n, gamma, 'gamma', 'Z')
-        if Z.shape[1] + V.shape[0] == 0: raise ValueError("Z, V: a prediction needs at least one atom")
+        if Z.shape[1] + V.shape[0] == 0: raise DeccalError('Z', "a prediction needs at least one atom: Z has none and there are no shared atoms V")
+        for nm, a in (('W', W), ('theta', theta), ('gamma', gamma)):   # products of weights and kernel values must stay finite
+            if a.size and np.abs(a).max() > _MAX_WEIGHT: raise DeccalError(nm, f"weights up to {np.abs(a).max():.3g}, above {_MAX_WEIGHT:g}; rescale")
         self.Z, self.W, self.V, self.theta, self.gamma = Z, W, V, theta, gamma
 
     @property
@@ -67,21 +69,29 @@ def from_samples(cls:Embedding, S,          # (n, B, d) samples or ensemble memb
     "Samples from a predictive distribution: p(x_i) = mean_b phi(S[i, b]) (or a weighted mean)."
     S = check_array(S, 'S', ndim=(2, 3), nonempty=False)
     if S.ndim == 2: S = S[:, :, None]
-    if S.shape[0] == 0 or S.shape[1] == 0: raise ValueError(f"S: empty sample (shape {S.shape}); need n >= 1 contexts and B >= 1 samples each")
+    if S.shape[0] == 0 or S.shape[1] == 0: raise DeccalError('S', f"empty sample (shape {S.shape}); need n >= 1 contexts and B >= 1 samples each")
     W = np.full(S.shape[:2], 1.0 / S.shape[1]) if weights is None else check_array(weights, 'weights', ndim=2)
-    if W.shape != S.shape[:2]: raise ValueError(f"weights: shape {W.shape}, expected {S.shape[:2]}")
+    if W.size and np.abs(W).max() > _MAX_WEIGHT: raise DeccalError('weights', f"weights up to {np.abs(W).max():.3g}, above {_MAX_WEIGHT:g}; rescale")
+    if W.shape != S.shape[:2]: raise DeccalError('weights', f"shape {W.shape}, expected {S.shape[:2]}")
     return cls(S, W)
 
 @patch(cls_method=True)
 def from_probs(cls:Embedding, P,           # (n, C) class probabilities, rows summing to 1
                 classes=None,     # (C, d) the outcome vector of each class (default: one-hot, d = C)
-                atol:float=1e-6,  # tolerance on the row sums
+                atol:float=1e-6,  # tolerance on the row sums and below 0, in [0, 1)
                ):
-    "Class probabilities: p(x_i) = sum_c P[i, c] phi(classes[c]); the classes are shared atoms."
+    """Class probabilities: p(x_i) = sum_c P[i, c] phi(classes[c]); the classes are shared atoms.
+
+    Rounding dust is cleaned: entries down to -atol are set to 0 and each row is divided by its sum,
+    which may be off 1 by up to atol (as `1 - P.sum(1)` for a last class leaves it); anything further
+    from a probability vector is refused."""
+    atol = check_number(atol, 'atol', 0.0, 1.0, lo_closed=True)
     P = check_array(P, 'P', ndim=2)
-    if P.min() < 0: raise ValueError(f"P: probabilities must be >= 0, found {P.min():g}")
+    if P.min() < -atol: raise DeccalError('P', f"probabilities must be >= 0, found {P.min():g} (more than atol = {atol:g} below 0)")
     bad = np.abs(P.sum(1) - 1) > atol
-    if bad.any(): raise ValueError(f"P: {bad.sum()} row(s) do not sum to 1 (e.g. row {np.argmax(bad)} sums to {P[np.argmax(bad)].sum():.6g})")
+    if bad.any(): raise DeccalError('P', f"{bad.sum()} row(s) do not sum to 1 within atol = {atol:g} (e.g. row {np.argmax(bad)} sums to {P[np.argmax(bad)].sum():.6g})")
+    P = np.maximum(P, 0.0)
+    P /= P.sum(1, keepdims=True)
     classes = np.eye(P.shape[1]) if classes is None else as_points(classes, 'classes')
     check_rows(P.shape[1], classes, 'classes', 'P (columns)')
     return cls(np.zeros((len(P), 0, classes.shape[1])), np.zeros((len(P), 0)), classes, P)
@@ -90,21 +100,25 @@ def from_probs(cls:Embedding, P,           # (n, C) class probabilities, rows su
 @patch
 def loss_estimates(self:Embedding, loss:Loss) -> np.ndarray:
     "f_p(x_i, a, loss) = <r_loss(a), p(x_i)>: shape (n, A)."
-    if not isinstance(loss, Loss): raise ValueError(f"loss: expected a deccal Loss, got {loss!r}")
-    if loss.dim != self.dim: raise ValueError(f"loss: is on R^{loss.dim} but the predictions are on R^{self.dim}")
+    if not isinstance(loss, Loss): raise DeccalTypeError('loss', f"expected a deccal Loss, got {loss!r}")
+    if loss.dim != self.dim: raise DeccalError('loss', f"is on R^{loss.dim} but the predictions are on R^{self.dim}")
     n, B, d = self.Z.shape
     F = self.theta @ loss.value(self.V) if self.V.shape[0] else np.zeros((n, loss.n_actions))
     if B:
-        for i0, i1 in _row_blocks(n, 8.0 * B * (loss.n_actions + loss.atoms.shape[0])):
-            own = loss.value(self.Z[i0:i1].reshape(-1, d)).reshape(i1 - i0, B, -1)
-            F[i0:i1] += self.gamma[i0:i1, None] * np.einsum('ib,iba->ia', self.W[i0:i1], own)
+        # tiles of (predictions, own atoms): the loss at each atom, (A,) values; `loss.value` keeps its
+        # kernel values under the budget itself
+        rows, cols = _tiles(n, B, 16.0 * loss.n_actions)
+        for b0, b1 in cols:
+            for i0, i1 in rows:
+                own = loss.value(self.Z[i0:i1, b0:b1].reshape(-1, d)).reshape(i1 - i0, b1 - b0, -1)
+                F[i0:i1] += self.gamma[i0:i1, None] * np.einsum('ib,iba->ia', self.W[i0:i1, b0:b1], own)
     return F
 
 # %% ../nbs/03_embedding.ipynb #3ab009ad
 @patch
 def _check_kernel(self:Embedding, kernel:Kernel):
     "Check that every atom lies in `kernel`'s domain (with an error naming the atoms)."
-    if not isinstance(kernel, Kernel): raise ValueError(f"kernel: expected a deccal kernel, got {kernel!r}")
+    if not isinstance(kernel, Kernel): raise DeccalTypeError('kernel', f"expected a deccal kernel, got {kernel!r}")
     if self.Z.shape[1]: kernel.check(self.Z.reshape(-1, self.dim), 'pred (atoms)')
     if self.V.shape[0]: kernel.check(self.V, 'pred (shared atoms)')
 
@@ -116,20 +130,30 @@ def evaluate(self:Embedding, kernel:Kernel,
     self._check_kernel(kernel)
     U = kernel.check(U, 'U')
     n, B, d = self.Z.shape
-    out = self.theta @ kernel.gram(self.V, U) if self.V.shape[0] else None
+    M, mU = self.V.shape[0], len(U)
+    out = None
+    if M:
+        cols = row_blocks(mU, 8.0 * M)                  # columns of the (M, m) kernel block of the shared atoms
+        if len(cols) == 1: out = self.theta @ kernel.gram(self.V, U)
+        else:
+            out = np.empty((n, mU))
+            for j0, j1 in cols: out[:, j0:j1] = self.theta @ kernel.gram(self.V, U[j0:j1])
     if B:
         # the own atoms' part is written into the kernel block itself: no zero-filled (n, m) array and no
         # temporaries of that size, whose first touch (page faults) costs more than the kernel evaluations
         gw = self.gamma[:, None] * self.W
-        rows = _row_blocks(n, 8.0 * B * len(U))
-        if out is None and len(rows) > 1: out = np.empty((n, len(U)))   # every row is written below
-        for i0, i1 in rows:
-            K = kernel.gram(self.Z[i0:i1].reshape(-1, d), U)
-            if B == 1: K *= gw[i0:i1]; own = K
-            else: own = np.einsum('ib,ibm->im', gw[i0:i1], K.reshape(i1 - i0, B, -1))
-            if out is None: out = own                                     # one block, no shared atoms
-            elif self.V.shape[0]: out[i0:i1] += own
-            else: out[i0:i1] = own
+        rows, cols = _tiles(n, mU, 8.0 * B)
+        if out is None and len(rows) * len(cols) > 1: out = np.empty((n, mU))   # every entry is written below
+        for j0, j1 in cols:
+            Uj = U[j0:j1]
+            for i0, i1 in rows:
+                K = kernel.gram(self.Z[i0:i1].reshape(-1, d), Uj)
+                if B == 1: K *= gw[i0:i1]; own = K
+                else: own = np.einsum('ib,ibm->im', gw[i0:i1], K.reshape(i1 - i0, B, -1))
+                if out is None: out = own                                   # one tile, no shared atoms
+                elif M: out[i0:i1, j0:j1] += own
+                else: out[i0:i1, j0:j1] = own
+                del K, own              # before the next tile's block is allocated
     return out
 
 @patch
@@ -142,11 +166,14 @@ def evaluate_paired(self:Embedding, kernel:Kernel,
     n, B, d = self.Z.shape
     out = np.zeros(n)
     if self.V.shape[0]:
-        for i0, i1 in _row_blocks(n, 8.0 * self.V.shape[0]):
-            out[i0:i1] = np.einsum('im,im->i', self.theta[i0:i1], kernel.gram(Y[i0:i1], self.V))
+        rows, cols = _tiles(n, self.V.shape[0], 8.0)
+        for k0, k1 in cols:
+            for i0, i1 in rows:
+                out[i0:i1] += np.einsum('im,im->i', self.theta[i0:i1, k0:k1], kernel.gram(Y[i0:i1], self.V[k0:k1]))
     if B:
-        K = kernel.paired(self.Z.reshape(-1, d), np.repeat(Y, B, axis=0)).reshape(n, B)
-        out += self.gamma * np.einsum('ib,ib->i', self.W, K)
+        for i0, i1 in row_blocks(n, 8.0 * B * (d + 1)):
+            K = kernel.paired(self.Z[i0:i1].reshape(-1, d), np.repeat(Y[i0:i1], B, axis=0)).reshape(i1 - i0, B)
+            out[i0:i1] += self.gamma[i0:i1] * np.einsum('ib,ib->i', self.W[i0:i1], K)
     return out
 
 @patch
@@ -155,30 +182,43 @@ def inner(self:Embedding, kernel:Kernel,
           ) -> np.ndarray:
     "<p(x_i), q(x'_j)>: shape (n, n_other)."
     q = self if other is None else other
-    if not isinstance(q, Embedding): raise ValueError(f"other: expected an Embedding, got {other!r}")
-    if q.dim != self.dim: raise ValueError(f"other: predictions on R^{q.dim}, these are on R^{self.dim}")
+    if not isinstance(q, Embedding): raise DeccalTypeError('other', f"expected an Embedding, got {other!r}")
+    if q.dim != self.dim: raise DeccalError('other', f"predictions on R^{q.dim}, these are on R^{self.dim}")
     self._check_kernel(kernel); q._check_kernel(kernel)
     n, B, d = self.Z.shape
+    qB, qM = q.Z.shape[1], q.V.shape[0]
     out = self.theta @ q.evaluate(kernel, self.V).T if self.V.shape[0] else None   # B > 0 then: a prediction has an atom
     if B:
         # own atoms of p against q: K(z_ib, z'_jc) weighted on both sides, plus q's shared atoms through theta';
-        # computed row block by row block, each written once, in the layout of the output (no transposes)
-        gw, qB = self.gamma[:, None] * self.W, q.Z.shape[1]
-        qgw, qZ = q.gamma[:, None] * q.W, q.Z.reshape(-1, d)
-        rows = _row_blocks(n, 8.0 * B * (q.n * max(qB, 1) + q.V.shape[0]))
+        # computed tile by tile, each written in the layout of the output (no transposes)
+        filled = out is not None           # False: every entry is first written below
         if out is None: out = np.empty((n, q.n))
-        for i0, i1 in rows:
-            Zi, m = self.Z[i0:i1].reshape(-1, d), i1 - i0
-            part = None
-            if qB:
-                G = kernel.gram(Zi, qZ)
-                if B == 1 and qB == 1: G *= gw[i0:i1]; G *= qgw[:, 0]; part = G
-                else: part = np.einsum('ib,ibjc,jc->ij', gw[i0:i1], G.reshape(m, B, q.n, qB), qgw, optimize=True)
-            if q.V.shape[0]:
-                S = np.einsum('ib,ibm->im', gw[i0:i1], kernel.gram(Zi, q.V).reshape(m, B, -1)) @ q.theta.T
-                part = S if part is None else part + S
-            if self.V.shape[0]: out[i0:i1] += part
-            else: out[i0:i1] = part
+        gw = self.gamma[:, None] * self.W
+        if qB:
+            qgw = q.gamma[:, None] * q.W
+            rows, cols = _tiles(n, q.n, 8.0 * B * qB)   # a tile of predictions: B x qB kernel values per pair
+            for j0, j1 in cols:
+                qZ, qg = q.Z[j0:j1].reshape(-1, d), qgw[j0:j1]
+                for i0, i1 in rows:
+                    G, m = kernel.gram(self.Z[i0:i1].reshape(-1, d), qZ), i1 - i0
+                    if B == 1 and qB == 1: G *= gw[i0:i1]; G *= qg[:, 0]; part = G
+                    else:   # weights of p's atoms by a batched product (no copy of G), then q's
+                        H = np.matmul(gw[i0:i1, None, :], G.reshape(m, B, -1)).reshape(m, j1 - j0, qB)
+                        part = np.einsum('ijc,jc->ij', H, qg)
+                    if filled: out[i0:i1, j0:j1] += part
+                    else: out[i0:i1, j0:j1] = part
+                    del G, part         # before the next tile's block is allocated
+            filled = True
+        if qM:
+            # p's own atoms against q's shared atoms, (m, qM) weights, then through q's theta
+            rows, cols = _tiles(n, qM, 8.0 * B, 8.0 * (qM + q.n))
+            for i0, i1 in rows:
+                Zi, m = self.Z[i0:i1].reshape(-1, d), i1 - i0
+                T = np.empty((m, qM))
+                for k0, k1 in cols:
+                    T[:, k0:k1] = np.einsum('ib,ibm->im', gw[i0:i1], kernel.gram(Zi, q.V[k0:k1]).reshape(m, B, -1))
+                if filled: out[i0:i1] += T @ q.theta.T
+                else: np.matmul(T, q.theta.T, out=out[i0:i1])
     return out
 
 @patch
@@ -190,15 +230,33 @@ def sq_norms(self:Embedding, kernel:Kernel) -> np.ndarray:
     if self.V.shape[0]:
         KV = kernel.gram(self.V)
         out += ((self.theta @ KV) * self.theta).sum(1)   # one BLAS product: O(n M^2 / cores), not a triple loop
-    if B:
-        for i0, i1 in _row_blocks(n, 8.0 * B * (B * (2 * d + 1) + self.V.shape[0])):
+    M = self.V.shape[0]
+    per_row = 8.0 * B * (B * (2 * d + 1) + M)
+    if B and per_row <= checks.MEMORY_BUDGET:
+        # blocks of predictions: the B x B kernel values of each, as pairs, and their B x M against V
+        for i0, i1 in row_blocks(n, per_row):
             Zb, m = self.Z[i0:i1], i1 - i0
             Kzz = kernel.paired(np.repeat(Zb, B, axis=1).reshape(-1, d), np.tile(Zb, (1, B, 1)).reshape(-1, d)).reshape(m, B, B)
             g, Wb = self.gamma[i0:i1], self.W[i0:i1]
             out[i0:i1] += g**2 * np.einsum('ib,ibc,ic->i', Wb, Kzz, Wb)
-            if self.V.shape[0]:
+            del Kzz
+            if M:
                 Kzv = kernel.gram(Zb.reshape(-1, d), self.V).reshape(m, B, -1)
                 out[i0:i1] += 2 * g * np.einsum('ib,ibm,im->i', Wb, Kzv, self.theta[i0:i1])
+    elif B:
+        # one prediction alone exceeds the budget: its B x B Gram matrix (and B x M) in tiles
+        rows, cols = _tiles(B, B, 8.0)
+        vrows, vcols = _tiles(B, M, 8.0)
+        for i in range(n):
+            Zi, wi, s = self.Z[i], self.W[i], 0.0
+            for c0, c1 in cols:
+                for r0, r1 in rows: s += wi[r0:r1] @ kernel.gram(Zi[r0:r1], Zi[c0:c1]) @ wi[c0:c1]
+            out[i] += self.gamma[i]**2 * s
+            if M:
+                s = 0.0
+                for c0, c1 in vcols:
+                    for r0, r1 in vrows: s += wi[r0:r1] @ kernel.gram(Zi[r0:r1], self.V[c0:c1]) @ self.theta[i, c0:c1]
+                out[i] += 2 * self.gamma[i] * s
     return out
 
 @patch
@@ -218,13 +276,15 @@ def patch(self:Embedding,
     "p(x_i) + sum_m theta[i, m] phi(V[m]), as a new Embedding."
     V = as_points(V, 'V', d=self.dim)
     theta = check_array(theta, 'theta', ndim=2)
-    if theta.shape != (self.n, len(V)): raise ValueError(f"theta: shape {theta.shape}, expected {(self.n, len(V))}")
+    if theta.shape != (self.n, len(V)): raise DeccalError('theta', f"shape {theta.shape}, expected {(self.n, len(V))}")
     return Embedding(self.Z, self.W, np.vstack([self.V, V]), np.hstack([self.theta, theta]), self.gamma)
 
 @patch
 def scale(self:Embedding, s) -> Embedding:
     "s_i * p(x_i), as a new Embedding (`s` a number or an (n,) array)."
-    s = np.broadcast_to(check_array(s, 's', ndim=(0, 1), nonempty=False), (self.n,))
+    s = check_array(s, 's', ndim=(0, 1), nonempty=False)
+    if s.ndim == 1 and len(s) != self.n: raise DeccalError('s', f"has {len(s)} entries but there are {self.n} predictions")
+    s = np.broadcast_to(s, (self.n,))
     return Embedding(self.Z, self.W, self.V, self.theta * s[:, None], self.gamma * s)
 
 @patch
@@ -232,7 +292,6 @@ def project(self:Embedding, kernel:Kernel,
              radius:float,  # R2: the radius of the ball
             ) -> Embedding:
     "Project each p(x_i) onto the RKHS ball of radius `radius`."
-    from deccal.checks import check_positive
     radius = check_positive(radius, 'radius')
     norms = np.sqrt(self.sq_norms(kernel))
     return self.scale(np.where(norms > radius, radius / np.maximum(norms, 1e-300), 1.0))
@@ -244,10 +303,11 @@ def concat(first:Embedding,      # the first predictions
           ) -> Embedding:
     "The predictions of several Embeddings stacked, in order."
     preds = (first,) + rest
-    if not all(isinstance(p, Embedding) for p in preds): raise ValueError("preds: expected one or more Embeddings")
+    for p in preds:
+        if not isinstance(p, Embedding): raise DeccalTypeError('preds', f"expected Embeddings, got {p!r}")
     d = preds[0].dim
     for p in preds[1:]:
-        if p.dim != d: raise ValueError(f"preds: predictions on R^{p.dim} and R^{d} cannot be stacked")
+        if p.dim != d: raise DeccalError('preds', f"predictions on R^{p.dim} and R^{d} cannot be stacked")
     B = max(p.Z.shape[1] for p in preds)
     pad = lambda a, fill: np.concatenate([a, np.broadcast_to(fill, (a.shape[0], B - a.shape[1]) + a.shape[2:])], axis=1)
     Z = np.concatenate([pad(p.Z, p.Z[:, :1] if p.Z.shape[1] else np.zeros((1, d))) for p in preds])

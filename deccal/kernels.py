@@ -10,11 +10,12 @@ import numpy as np
 import numba as nb
 from numba import types
 from numba.extending import intrinsic
-from .checks import as_points, check_positive, check_array
+from .checks import (as_points, check_positive, check_array, check_int, check_number, row_blocks,
+                           DeccalError, DeccalTypeError)
 
 # %% auto #0
-__all__ = ['MEMORY_BUDGET', 'Kernel', 'Linear', 'Polynomial', 'RBF', 'Laplacian', 'MinKernel', 'ExpInner', 'FeatureMap',
-           'assert_gram_close']
+__all__ = ['KERNELS', 'Kernel', 'Linear', 'Polynomial', 'RBF', 'Laplacian', 'MinKernel', 'ExpInner', 'FeatureMap', 'make_kernel',
+           'kernel_spec', 'assert_gram_close']
 
 # %% ../nbs/01_kernels.ipynb #eb959596
 @intrinsic
@@ -235,25 +236,62 @@ def _blas_gram(kind, p0, p1, A, B, same:bool):
     return out
 
 # %% ../nbs/01_kernels.ipynb #b7d892ab
+def _log_sq_norms(Y:np.ndarray) -> np.ndarray:
+    "log ||y||^2 for each row of Y (-inf for y = 0), without overflow, underflow or warnings."
+    sq = np.einsum('ij,ij->i', Y, Y)
+    bad = ~((sq > 1e-290) & (sq < 1e290))       # rows whose squared norm is not safely a normal float
+    with np.errstate(divide='ignore'):
+        out = np.log(np.where(bad, 1.0, sq))
+        if bad.any():
+            Yb = Y[bad]; s = np.abs(Yb).max(1)
+            r = Yb / np.where(s > 0, s, 1.0)[:, None]
+            out[bad] = 2 * np.log(s) + np.log(np.einsum('ij,ij->i', r, r))
+    return out
+
 class Kernel:
     "A reproducing kernel on points of R^d, evaluated by Numba loops."
     _kind = None
-    dim = None   # required dimension of the points, if the kernel has one
+    name = None       # the kernel's key in `KERNELS` (None: not registered)
+    dim = None        # required dimension of the points, if the kernel has one
+    max_diag = None   # the largest K(y, y) that `check` accepts (None: the kernel is bounded)
+    _diag_formula = 'K(y, y)'
 
     def __init__(self, p0:float=0.0, p1:float=0.0): self._p = (float(p0), float(p1))
 
-    def check(self, Y, name:str='Y') -> np.ndarray:
-        "Return `Y` as an (n, d) float array, or raise `ValueError` if it is not in the kernel's domain."
-        return as_points(Y, name, d=self.dim)
+    def get_params(self, deep:bool=True) -> dict:  # deep: ignored (scikit-learn's signature; a kernel holds no estimators)
+        "The parameters that rebuild this kernel: `type(k)(**k.get_params()) == k`."
+        return {}
+
+    def _log_diag(self, Y:np.ndarray) -> np.ndarray:
+        "log K(y, y) for each row of `Y`, without overflow (kernels with a `max_diag` define it)."
+        raise NotImplementedError
+
+    def check(self,
+              Y,              # points: shape (n, d), or (n,) for d = 1
+              name:str='Y',   # the argument's name, for errors
+             ) -> np.ndarray: # shape (n, d), float64
+        "Return `Y` as an (n, d) float array, or raise `DeccalError` naming `name` if it is not in the kernel's domain."
+        Y = as_points(Y, name, d=self.dim)
+        if self.max_diag is not None:
+            ld = self._log_diag(Y)
+            i = int(np.argmax(ld))
+            if ld[i] > math.log(self.max_diag):
+                raise DeccalError(name, f"K(y, y) = {self._diag_formula} is about 1e{ld[i] / math.log(10):.0f} at row {i}, "
+                                        f"above {self.max_diag:g}, beyond which sums of kernel values can overflow; "
+                                        "rescale the data (e.g. divide it by its largest norm)")
+        return Y
 
     def _pair(self, A, B, nameA, nameB):
         A = self.check(A, nameA)
         B = A if B is None else self.check(B, nameB)
         if B.shape[1] != A.shape[1]:
-            raise ValueError(f"{nameB}: points have dimension {B.shape[1]} but {nameA} has {A.shape[1]}")
+            raise DeccalError(nameB, f"points have dimension {B.shape[1]} but {nameA} has {A.shape[1]}")
         return A, B
 
-    def gram(self, A, B=None) -> np.ndarray:
+    def gram(self,
+             A,        # (n, d) points
+             B=None,   # (M, d) points; None means B = A (the result is then exactly symmetric)
+            ) -> np.ndarray:
         "The Gram matrix K(A[i], B[j]), shape (len(A), len(B)); `B=None` means B = A."
         same = B is None
         A, B = self._pair(A, B, 'A', 'B')
@@ -263,22 +301,25 @@ class Kernel:
         _gram_kernel(self._kind, *self._p, A, np.ascontiguousarray(B.T), out)
         return out
 
-    def paired(self, A, B) -> np.ndarray:
+    def paired(self,
+               A,   # (n, d) points
+               B,   # (n, d) points, as many as A
+              ) -> np.ndarray:
         "K(A[i], B[i]) for each row i, shape (n,)."
         A, B = self._pair(A, B, 'A', 'B')
-        if A.shape[0] != B.shape[0]: raise ValueError(f"B: has {B.shape[0]} rows but A has {A.shape[0]}")
+        if A.shape[0] != B.shape[0]: raise DeccalError('B', f"has {B.shape[0]} rows but A has {A.shape[0]}")
         out = np.empty(A.shape[0])
         _paired_kernel(self._kind, *self._p, A, B, out)
         return out
 
-    def diag(self, A) -> np.ndarray:
+    def diag(self, A) -> np.ndarray: # A: (n, d) points
         "K(A[i], A[i]) = ||phi(A[i])||^2, shape (n,)."
         A = self.check(A, 'A')
         out = np.empty(A.shape[0])
         _paired_kernel(self._kind, *self._p, A, A, out)
         return out
 
-    def feature_bound(self, Y) -> float:
+    def feature_bound(self, Y) -> float: # Y: (n, d) points, e.g. the outcome set
         "R2 of the paper on the points `Y`: max ||phi(y)|| = sqrt(max K(y, y))."
         return float(np.sqrt(self.diag(Y).max()))
 
@@ -292,25 +333,38 @@ class Kernel:
 class Linear(Kernel):
     "K(y, y') = <y, y'>; the feature map is the identity."
     _kind = _LINEAR
-    def features(self, Y) -> np.ndarray:
+    name = 'linear'
+    max_diag = 1e150
+    _diag_formula = '||y||^2'
+    def _log_diag(self, Y): return _log_sq_norms(Y)
+    def features(self, Y) -> np.ndarray: # Y: (n, d) points
         "The explicit feature map phi(Y) = Y, shape (n, d)."
         return self.check(Y).copy()
 
 class Polynomial(Kernel):
     "K(y, y') = (<y, y'> + c)^degree, with an explicit feature map of dimension C(d + degree, degree)."
     _kind = _POLY
+    name = 'poly'
+    max_diag = 1e150
+    _diag_formula = '(||y||^2 + c)^degree'
     def __init__(self,
                  degree:int=2, # the power p, an integer >= 1
                  c:float=1.0,  # the offset, >= 0 so that K is positive semi-definite
                 ):
-        if isinstance(degree, bool) or not float(degree).is_integer() or degree < 1:
-            raise ValueError(f"degree: must be an integer >= 1, got {degree!r}")
-        c = float(c)
-        if not (np.isfinite(c) and c >= 0): raise ValueError(f"c: must be a finite number >= 0, got {c!r}")
-        super().__init__(int(degree), c)
-        self.degree, self.c = int(degree), c
+        degree = check_int(degree, 'degree', 1)
+        c = check_number(c, 'c', 0.0, lo_closed=True)
+        if c > 0 and degree * math.log(c) > math.log(self.max_diag):
+            raise DeccalError('c', f"c^degree = K(0, 0) is above {self.max_diag:g} (c = {c:g}, degree = {degree}); use a smaller offset")
+        super().__init__(degree, c)
+        self.degree, self.c = degree, c
 
-    def features(self, Y) -> np.ndarray:
+    def get_params(self, deep:bool=True) -> dict:  # deep: ignored (scikit-learn's signature; a kernel holds no estimators)
+        "{'degree': p, 'c': c}: `Polynomial(**k.get_params()) == k`."
+        return {'degree': self.degree, 'c': self.c}
+    def _log_diag(self, Y):
+        with np.errstate(divide='ignore'): return self.degree * np.logaddexp(_log_sq_norms(Y), np.log(self.c))
+
+    def features(self, Y) -> np.ndarray: # Y: (n, d) points
         "Explicit phi with <phi(y), phi(y')> = K(y, y'): the monomials of (sqrt(c), y) of degree p, weighted."
         Y = self.check(Y)
         n, d = Y.shape
@@ -327,42 +381,58 @@ class Polynomial(Kernel):
 class RBF(Kernel):
     "Gaussian kernel K(y, y') = exp(-gamma ||y - y'||^2)."
     _kind = _RBF
+    name = 'rbf'
     def __init__(self, gamma:float=1.0): # the inverse squared length scale, > 0
         self.gamma = check_positive(gamma, 'gamma'); super().__init__(self.gamma)
+    def get_params(self, deep:bool=True) -> dict:  # deep: ignored (scikit-learn's signature; a kernel holds no estimators)
+        "{'gamma': gamma}: `RBF(**k.get_params()) == k`."
+        return {'gamma': self.gamma}
     def __repr__(self): return f"RBF(gamma={self.gamma:g})"
 
 class Laplacian(Kernel):
     "Laplacian kernel K(y, y') = exp(-gamma ||y - y'||_1)."
     _kind = _LAPLACE
+    name = 'laplacian'
     def __init__(self, gamma:float=1.0): # the inverse length scale, > 0
         self.gamma = check_positive(gamma, 'gamma'); super().__init__(self.gamma)
+    def get_params(self, deep:bool=True) -> dict:  # deep: ignored (scikit-learn's signature; a kernel holds no estimators)
+        "{'gamma': gamma}: `Laplacian(**k.get_params()) == k`."
+        return {'gamma': self.gamma}
     def __repr__(self): return f"Laplacian(gamma={self.gamma:g})"
 
 # %% ../nbs/01_kernels.ipynb #d8494660
 class MinKernel(Kernel):
     "K(y, y') = min(y, y') on Y = [0, 1] (one-dimensional outcomes)."
     _kind = _MIN
+    name = 'min'
     dim = 1
     def check(self, Y, name:str='Y') -> np.ndarray:
+        "Return `Y` as an (n, 1) float array, or raise `DeccalError` naming `name` if a value lies outside [0, 1]."
         Y = super().check(Y, name)
         if Y.min() < 0 or Y.max() > 1:
-            raise ValueError(f"{name}: the min kernel is defined on [0, 1]; got values in [{Y.min():g}, {Y.max():g}]")
+            raise DeccalError(name, f"the min kernel is defined on [0, 1]; got values in [{Y.min():g}, {Y.max():g}]")
         return Y
 
 # %% ../nbs/01_kernels.ipynb #4ef8a3d4
 class ExpInner(Kernel):
     "K(y, y') = exp(<y, y'>), the kernel of the Cobb-Douglas example."
     _kind = _EXPINNER
-    max_sq_norm = 700.0
-    def check(self, Y, name:str='Y') -> np.ndarray:
-        Y = super().check(Y, name)
-        sq = np.einsum('ij,ij->i', Y, Y).max()
-        if sq > self.max_sq_norm:
-            raise ValueError(f"{name}: exp(<y, y'>) overflows for points of squared norm {sq:.3g} > {self.max_sq_norm:g}")
-        return Y
+    name = 'exp'
+    max_diag = 1e150
+    _diag_formula = "exp(<y, y>) = exp(||y||^2)"
+    def _log_diag(self, Y):
+        with np.errstate(over='ignore'): return np.exp(_log_sq_norms(Y))
 
 # %% ../nbs/01_kernels.ipynb #cff21771
-MEMORY_BUDGET = 256 * 2**20   # bytes: the largest temporary block deccal allocates
+def _tiles(n:int,                  # rows
+           m:int,                  # columns
+           bytes_per_entry:float,  # bytes of temporaries per (row, column) pair
+           bytes_per_row:float=0,  # bytes of temporaries per row, whatever the columns
+          ) -> tuple:              # (row blocks, column blocks), each [(i0, i1), ...]
+    "Blocks of rows and of columns whose tiles stay under the memory budget: all columns at once when one row fits."
+    cols = row_blocks(m, bytes_per_entry)
+    width = cols[0][1] - cols[0][0] if cols else 0
+    return row_blocks(n, bytes_per_entry * width + bytes_per_row), cols
 
 class FeatureMap(Kernel):
     "K(y, y') = <phi(y), phi(y')> for a user-given finite feature map `phi`."
@@ -370,22 +440,28 @@ class FeatureMap(Kernel):
                  phi,          # function: (n, d) array -> (n, m) array of features
                  name:str=None,# a label for repr and equality (defaults to phi's name)
                 ):
-        if not callable(phi): raise ValueError(f"phi: must be a function from (n, d) to (n, m) arrays, got {phi!r}")
+        if not callable(phi): raise DeccalTypeError('phi', f"must be a function from (n, d) to (n, m) arrays, got {phi!r}")
         self.phi, self.name = phi, name or getattr(phi, '__name__', 'phi')
         self._p = (0.0, 0.0)
 
-    def features(self, Y, name:str='Y') -> np.ndarray:
+    def get_params(self, deep:bool=True) -> dict:  # deep: ignored (scikit-learn's signature; a kernel holds no estimators)
+        "{'phi': phi, 'name': name}: the function itself, so not a description that can be saved."
+        return {'phi': self.phi, 'name': self.name}
+
+    def features(self,
+                 Y,             # (n, d) points
+                 name:str='Y',  # the argument's name, for errors
+                ) -> np.ndarray:
         "phi(Y), checked: shape (n, m), finite."
         Y = self.check(Y, name)
         F = check_array(self.phi(Y), f"phi({name})", ndim=2)
-        if F.shape[0] != Y.shape[0]: raise ValueError(f"phi: returned {F.shape[0]} rows for {Y.shape[0]} points")
+        if F.shape[0] != Y.shape[0]: raise DeccalError('phi', f"returned {F.shape[0]} rows for {Y.shape[0]} points")
         return F
 
-    def _blocks(self, n, m):
-        step = max(1, int(MEMORY_BUDGET // (8 * max(m, 1))))
-        return [(i, min(n, i + step)) for i in range(0, n, step)]
+    def _blocks(self, n, m): return row_blocks(n, 8.0 * max(m, 1))
 
     def gram(self, A, B=None) -> np.ndarray:
+        "The Gram matrix <phi(A[i]), phi(B[j])>, computed in blocks of features under the memory budget."
         A, B = self._pair(A, B, 'A', 'B')
         m = self.features(A[:1], 'A').shape[1]
         out = np.empty((A.shape[0], B.shape[0]))
@@ -396,14 +472,47 @@ class FeatureMap(Kernel):
         return out
 
     def paired(self, A, B) -> np.ndarray:
+        "<phi(A[i]), phi(B[i])> for each row i, shape (n,)."
         A, B = self._pair(A, B, 'A', 'B')
-        if A.shape[0] != B.shape[0]: raise ValueError(f"B: has {B.shape[0]} rows but A has {A.shape[0]}")
+        if A.shape[0] != B.shape[0]: raise DeccalError('B', f"has {B.shape[0]} rows but A has {A.shape[0]}")
         return np.einsum('ij,ij->i', self.features(A, 'A'), self.features(B, 'B'))
 
     def diag(self, A) -> np.ndarray:
+        "||phi(A[i])||^2 for each row i, shape (n,)."
         F = self.features(A, 'A'); return np.einsum('ij,ij->i', F, F)
     def _key(self): return ('FeatureMap', id(self.phi))
     def __repr__(self): return f"FeatureMap({self.name})"
+
+# %% ../nbs/01_kernels.ipynb #d7205f38
+KERNELS = {'linear': Linear, 'poly': Polynomial, 'rbf': RBF, 'laplacian': Laplacian, 'min': MinKernel, 'exp': ExpInner}
+
+def make_kernel(name:str,          # a key of `KERNELS`
+                params:dict=None,  # the parameters as one dict (what `kernel_spec` returns), or
+                /,
+                **kwargs,          # ... as keyword arguments: gamma=..., degree=..., c=...
+               ) -> Kernel:
+    "The registered kernel `name` with the given parameters: `make_kernel('rbf', gamma=0.5)`, `make_kernel(*kernel_spec(k))`."
+    if not isinstance(name, str): raise DeccalTypeError('kernel', f"expected a kernel name ({', '.join(KERNELS)}), got {name!r}")
+    if name not in KERNELS: raise DeccalError('kernel', f"unknown kernel {name!r}; the kernels are {', '.join(KERNELS)}")
+    if params is not None and not isinstance(params, dict):
+        raise DeccalTypeError('kernel', f"the parameters of {name!r} must be a dict, got {params!r}")
+    p = {**(params or {}), **kwargs}
+    cls = KERNELS[name]
+    allowed = cls().get_params()
+    extra = sorted(set(p) - set(allowed))
+    if extra:
+        takes = f"takes {', '.join(allowed)}" if allowed else "takes no parameters"
+        raise DeccalError('kernel', f"{name!r} {takes}; got {', '.join(extra)}")
+    return cls(**p)
+
+def kernel_spec(kernel:Kernel) -> tuple: # (name, params) with make_kernel(name, **params) == kernel
+    "The name and parameters of a registered kernel, the inverse of `make_kernel`."
+    if not isinstance(kernel, Kernel): raise DeccalTypeError('kernel', f"expected a deccal kernel, got {kernel!r}")
+    name = type(kernel).name
+    if name is None or KERNELS.get(name) is not type(kernel):
+        raise DeccalError('kernel', f"{kernel!r} is not one of the registered kernels ({', '.join(KERNELS)}): "
+                                    "it holds Python code and cannot be described by a name and parameters")
+    return name, kernel.get_params()
 
 # %% ../nbs/01_kernels.ipynb #573cc256
 def _reference_gram(kernel, A, B):

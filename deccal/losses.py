@@ -6,9 +6,9 @@
 from __future__ import annotations
 import numpy as np
 import scipy.linalg
-from .checks import check_array, as_points, check_positive
-from . import kernels
-from .kernels import Kernel, Linear, MinKernel, ExpInner
+from .checks import (check_array, as_points, check_positive, check_number, check_bool, check_seed,
+                           DeccalError, DeccalTypeError)
+from .kernels import Kernel, Linear, MinKernel, ExpInner, _tiles
 
 # %% auto #0
 __all__ = ['Loss', 'linear_loss', 'piecewise_linear_loss', 'piecewise_linear', 'cobb_douglas_loss', 'fit_loss']
@@ -22,12 +22,12 @@ class Loss:
                  coef,             # (A, K) coefficients: r(a) = sum_k coef[a, k] phi(u_k)
                  name:str='loss',  # a label for printing
                 ):
-        if not isinstance(kernel, Kernel): raise ValueError(f"kernel: expected a deccal kernel, got {kernel!r}")
+        if not isinstance(kernel, Kernel): raise DeccalTypeError('kernel', f"expected a deccal kernel, got {kernel!r}")
         self.kernel = kernel
         self.atoms = kernel.check(atoms, 'atoms')
         self.coef = check_array(coef, 'coef', ndim=2)
         if self.coef.shape[1] != self.atoms.shape[0]:
-            raise ValueError(f"coef: has {self.coef.shape[1]} columns but there are {self.atoms.shape[0]} atoms")
+            raise DeccalError('coef', f"has {self.coef.shape[1]} columns but there are {self.atoms.shape[0]} atoms")
         self.name = name
 
     @property
@@ -35,29 +35,44 @@ class Loss:
     @property
     def dim(self) -> int: return self.atoms.shape[1]
 
-    def value(self, Y) -> np.ndarray:
+    def value(self, Y) -> np.ndarray: # Y: (n, d) outcomes
         "l(a, y) for every row y of `Y`: shape (n, A)."
         Y = self.kernel.check(Y, 'Y')
-        if Y.shape[1] != self.dim: raise ValueError(f"Y: points have dimension {Y.shape[1]} but the loss is on R^{self.dim}")
+        if Y.shape[1] != self.dim: raise DeccalError('Y', f"points have dimension {Y.shape[1]} but the loss is on R^{self.dim}")
         out = np.empty((len(Y), self.n_actions))
-        step = max(1, int(kernels.MEMORY_BUDGET // (8 * len(self.atoms))))   # rows per block of kernel values
-        for i in range(0, len(Y), step):
-            out[i:i + step] = self.kernel.gram(Y[i:i + step], self.atoms) @ self.coef.T
+        # tiles of kernel values (rows of Y by atoms) under the memory budget; atoms in blocks only when
+        # one row of them alone exceeds it
+        rows, cols = _tiles(len(Y), len(self.atoms), 8.0, 8.0 * self.n_actions)
+        for k0, k1 in cols:
+            for i0, i1 in rows:
+                part = self.kernel.gram(Y[i0:i1], self.atoms[k0:k1]) @ self.coef[:, k0:k1].T
+                if k0 == 0: out[i0:i1] = part
+                else: out[i0:i1] += part
+        if not np.all(np.isfinite(out)):
+            raise DeccalError('Y', f"the loss values overflow at {int((~np.isfinite(out).all(1)).sum())} point(s): the loss's coefficients "
+                                   f"(largest |coef| {np.abs(self.coef).max():.3g}) are too large for these points; rescale the loss or the data")
         return out
 
-    def inner(self, other:Loss=None) -> np.ndarray:
+    def inner(self, other:Loss=None) -> np.ndarray: # other: another loss in the same RKHS (default: self)
         "<r_self(a), r_other(b)> in the RKHS: shape (A, A_other)."
         other = self if other is None else other
-        if other.kernel != self.kernel: raise ValueError(f"other: its kernel {other.kernel!r} differs from {self.kernel!r}")
+        if not isinstance(other, Loss): raise DeccalTypeError('other', f"expected a deccal Loss, got {other!r}")
+        if other.kernel != self.kernel: raise DeccalError('other', f"its kernel {other.kernel!r} differs from {self.kernel!r}")
         return self.coef @ self.kernel.gram(self.atoms, other.atoms) @ other.coef.T
 
     def norms(self) -> np.ndarray:
         "RKHS norms ||r(a)||, shape (A,); their maximum is the lambda of the uniform approximation."
         G = self.kernel.gram(self.atoms)
-        return np.sqrt(np.maximum(np.einsum('ak,kl,al->a', self.coef, G, self.coef), 0.0))
+        s = np.abs(self.coef).max(1)
+        s = np.where(s > 0, s, 1.0)                        # each row scaled to max |coef| = 1, so that the square cannot overflow
+        C = self.coef / s[:, None]
+        out = s * np.sqrt(np.maximum(np.einsum('ak,kl,al->a', C, G, C), 0.0))
+        if not np.all(np.isfinite(out)): raise DeccalError('coef', f"the RKHS norm of r(a) overflows (largest |coef| {s.max():.3g}); rescale the loss")
+        return out
 
     def __neg__(self): return Loss(self.kernel, self.atoms, -self.coef, f"-{self.name}")
-    def __mul__(self, s:float): return Loss(self.kernel, self.atoms, float(s) * self.coef, f"{float(s):g}*{self.name}")
+    def __mul__(self, s:float):
+        s = check_number(s, 's'); return Loss(self.kernel, self.atoms, s * self.coef, f"{s:g}*{self.name}")
     __rmul__ = __mul__
     def __repr__(self): return f"Loss({self.name}, actions={self.n_actions}, atoms={self.atoms.shape[0]}, kernel={self.kernel!r})"
 
@@ -78,9 +93,10 @@ def piecewise_linear_loss(k1,                # (A,) slopes below the kink
                          ) -> Loss:
     "l(a, y) = g_{k1[a], k2[a], c[a]}(y) on [0, 1], exact in the RKHS of the min kernel."
     k1, k2, c = (check_array(np.atleast_1d(v), nm, ndim=1) for v, nm in ((k1, 'k1'), (k2, 'k2'), (c, 'c')))
-    if not (len(k1) == len(k2) == len(c)):
-        raise ValueError(f"k1, k2, c: must have the same length (one per action), got {len(k1)}, {len(k2)}, {len(c)}")
-    if c.min() < 0 or c.max() > 1: raise ValueError(f"c: kinks must lie in [0, 1], got values in [{c.min():g}, {c.max():g}]")
+    for v, nm in ((k2, 'k2'), (c, 'c')):
+        if len(v) != len(k1): raise DeccalError(nm, f"has {len(v)} entries but k1 has {len(k1)} (k1, k2 and c have one per action)")
+    if c.min() < 0 or c.max() > 1: raise DeccalError('c', f"kinks must lie in [0, 1], got values in [{c.min():g}, {c.max():g}]")
+    utility = check_bool(utility, 'utility')
     A = len(c)
     coef = np.zeros((A, A + 1))
     coef[:, 0] = k2
@@ -100,6 +116,7 @@ def cobb_douglas_loss(alpha,              # (A, d) preference vectors, one per a
                      ) -> Loss:
     "l(a, y) = exp(<alpha[a], y>), exact in the RKHS of the kernel exp(<y, y'>)."
     alpha = check_array(alpha, 'alpha', ndim=2)
+    utility = check_bool(utility, 'utility')
     return Loss(ExpInner(), alpha, (-1.0 if utility else 1.0) * np.eye(alpha.shape[0]), name)
 
 # %% ../nbs/02_losses.ipynb #c6a0f879
@@ -117,23 +134,25 @@ def fit_loss(fn,                 # function: (n, d) array of outcomes -> (n, A) 
              name:str='fitted',
             ) -> Loss:
     "Fit an RKHS loss to `fn`; the result has `.sup_error` (epsilon) and `.norm_bound` (lambda) on the check set."
-    if not callable(fn): raise ValueError(f"fn: must be a function of an (n, d) array, got {fn!r}")
+    if not callable(fn): raise DeccalTypeError('fn', f"must be a function of an (n, d) array, got {fn!r}")
+    if not isinstance(kernel, Kernel): raise DeccalTypeError('kernel', f"expected a deccal kernel, got {kernel!r}")
     U = kernel.check(points, 'points')
+    ridge = check_positive(ridge, 'ridge')
+    if max_norm is not None: max_norm = check_positive(max_norm, 'max_norm')
+    seed = check_seed(seed)
     if check is None:
         lo, hi = U.min(0), U.max(0)
         check = np.vstack([np.random.default_rng(seed).uniform(lo, hi, (2000, U.shape[1])), U])
     check = kernel.check(check, 'check')
     FU = check_array(fn(U), 'fn(points)', ndim=2)
-    if FU.shape[0] != U.shape[0]: raise ValueError(f"fn: returned {FU.shape[0]} rows for {U.shape[0]} points")
-    ridge = check_positive(ridge, 'ridge')
+    if FU.shape[0] != U.shape[0]: raise DeccalError('fn', f"returned {FU.shape[0]} rows for {U.shape[0]} points")
     G = kernel.gram(U)
     coef = _krr(G, FU, ridge)
     norm = lambda C: np.sqrt(np.maximum(np.einsum('ak,kl,al->a', C, G, C), 0)).max()
     if max_norm is not None:
-        max_norm = check_positive(max_norm, 'max_norm')
         if norm(coef) > max_norm:
             lo_r, hi_r = np.log(ridge), np.log(1e6)
-            if norm(_krr(G, FU, np.exp(hi_r))) > max_norm: raise ValueError(f"max_norm: {max_norm:g} is below what any ridge up to 1e6 reaches")
+            if norm(_krr(G, FU, np.exp(hi_r))) > max_norm: raise DeccalError('max_norm', f"{max_norm:g} is below what any ridge up to 1e6 reaches")
             for _ in range(60):
                 mid = (lo_r + hi_r) / 2
                 if norm(_krr(G, FU, np.exp(mid))) > max_norm: lo_r = mid

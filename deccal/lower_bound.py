@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import null_space
 from scipy.optimize import linprog
-from .checks import check_array, as_points, check_rows
+from .checks import (DeccalError, DeccalTypeError, check_array, as_points, check_rows, check_int, check_number,
+                           check_seed, check_choice, _is_number)
 from .losses import linear_loss
 
 # %% auto #0
@@ -19,6 +20,10 @@ __all__ = ['halfspace_splits', 'realize_split', 'HalfspaceDecCE', 'binary_decce'
            'tester_advantage', 'simulate_tester']
 
 # %% ../nbs/05_lower_bound.ipynb #96073f49
+def _check_tol(tol, name:str='tol') -> float:
+    "A tolerance: a finite number >= 0 (NaN would turn every comparison with it False)."
+    return check_number(tol, name, 0, lo_closed=True)
+
 def _directions(P, tol):
     "Unit directions of the nonzero rows of P, grouped: (D (m, d) distinct directions, group of each row, -1 for a zero row)."
     nrm = np.linalg.norm(P, axis=1)
@@ -84,7 +89,7 @@ def halfspace_splits(P,              # (n, d) points p(x_i)
                      tol:float=1e-9, # tolerance of the zero tests, on unit vectors
                     ) -> np.ndarray: # (F, n) bool: the distinct sets {i : <r, p_i> > 0}
     "Every split {i : <r, p_i> > 0} of the points by a homogeneous half-space, r in R^d (r = 0 included)."
-    P = as_points(P, 'P')
+    P, tol = as_points(P, 'P'), _check_tol(tol)
     D, inv = _directions(P, tol)
     if len(D) == 0: return np.zeros((1, len(P)), bool)
     S = _faces(D, tol) > 0                        # over the distinct directions
@@ -95,12 +100,12 @@ def halfspace_splits(P,              # (n, d) points p(x_i)
 # %% ../nbs/05_lower_bound.ipynb #0e80ec82
 def realize_split(P,             # (n, d) points
                   positive,      # (n,) bool: the points that must have <r, p_i> > 0
-                  tol:float=1e-9,
+                  tol:float=1e-9, # tolerance of the final check <r, p_i> <= 0 on the other points (relative), >= 0
                  ) -> np.ndarray:# a unit r realizing the split (zero for an empty `positive`), or None if none does
     "A direction r with <r, p_i> > 0 exactly on `positive` and <= 0 elsewhere, by linear programming."
-    P = as_points(P, 'P')
+    P, tol = as_points(P, 'P'), _check_tol(tol)
     pos = np.asarray(positive, bool)
-    if pos.shape != (len(P),): raise ValueError(f"positive: expected {len(P)} booleans, got shape {pos.shape}")
+    if pos.shape != (len(P),): raise DeccalError('positive', f"expected {len(P)} booleans, got shape {pos.shape}")
     d = P.shape[1]
     if not pos.any(): return np.zeros(d)
     scale = np.abs(P).max()
@@ -125,7 +130,7 @@ def realize_split(P,             # (n, d) points
 def _weights(w, n):
     if w is None: return np.full(n, 1.0 / n)
     w = check_array(w, 'weights', ndim=1)
-    if len(w) != n: raise ValueError(f"weights: has {len(w)} entries but P has {n} rows")
+    if len(w) != n: raise DeccalError('weights', f"has {len(w)} entries but P has {n} rows")
     return w
 
 def _split_values(M, G, total):
@@ -228,13 +233,16 @@ def binary_decce(P,                   # (n, d) predictions p(x_i)
                  n_starts:int=4,      # heuristic: local searches from the best candidates
                  max_iter:int=50,     # heuristic: steps of each local search
                  lp_max:int=200,      # heuristic: single-point moves certified by LP up to this many directions
-                 tol:float=1e-9,      # tolerance of the zero tests, on unit vectors
+                 tol:float=1e-9,      # tolerance of the zero tests, on unit vectors (a finite number >= 0)
                 ) -> HalfspaceDecCE:
     "decCE for two actions and linear losses: sup_r ||E(y-p)1(<r,p> > 0)|| + ||E(y-p)1(<r,p> <= 0)|| on a sample."
     P = as_points(P, 'P'); Y = as_points(Y, 'Y')
     check_rows(len(P), Y, 'Y', 'P')
-    if Y.shape[1] != P.shape[1]: raise ValueError(f"Y: outcomes in R^{Y.shape[1]} but predictions in R^{P.shape[1]}")
-    if method not in ('auto', 'exact', 'heuristic'): raise ValueError(f"method: expected 'auto', 'exact' or 'heuristic', got {method!r}")
+    if Y.shape[1] != P.shape[1]: raise DeccalError('Y', f"outcomes in R^{Y.shape[1]} but predictions in R^{P.shape[1]}")
+    method = check_choice(method, 'method', ('auto', 'exact', 'heuristic'))
+    tol, seed = _check_tol(tol), check_seed(seed)
+    n_random, n_starts = check_int(n_random, 'n_random', 0), check_int(n_starts, 'n_starts', 0)
+    max_iter, lp_max = check_int(max_iter, 'max_iter', 0), check_int(lp_max, 'lp_max', 0)
     w = _weights(weights, len(P))
     E = w[:, None] * (Y - P)
     D, inv = _directions(P, tol)
@@ -270,7 +278,7 @@ def _split_residuals(P, Y, r, weights):
     "Checked inputs, and the weighted residual sums G_- (<r, p> <= 0) and G_+ (<r, p> > 0) of the split by r."
     P = as_points(P, 'P'); Y = as_points(Y, 'Y', d=P.shape[1]); check_rows(len(P), Y, 'Y', 'P')
     r = check_array(r, 'r', ndim=1)
-    if r.shape != (P.shape[1],): raise ValueError(f"r: expected a vector of length {P.shape[1]}, got shape {r.shape}")
+    if r.shape != (P.shape[1],): raise DeccalError('r', f"expected a vector of length {P.shape[1]}, got shape {r.shape}")
     E = _weights(weights, len(P))[:, None] * (Y - P)
     pos = P @ r > 0
     return P, r, np.stack([E[~pos].sum(0), E[pos].sum(0)])
@@ -279,7 +287,7 @@ def halfspace_gap(P, Y,            # (n, d) predictions and outcomes
                   r,               # (d,) a direction
                   weights=None,    # (n,) weights (default 1/n)
                  ) -> float:
-    "||E(y-p)1(<r,p> > 0)|| + ||E(y-p)1(<r,p> <= 0)||: the equivalent-form lemma's objective at one r."
+    "||E(y-p)1(<r,p> > 0)|| + ||E(y-p)1(<r,p> <= 0)||: Lemma 4.1's objective at one r."
     return float(np.linalg.norm(_split_residuals(P, Y, r, weights)[2], axis=1).sum())
 
 def witness_losses(P, Y,           # (n, d) predictions and outcomes
@@ -295,37 +303,38 @@ def witness_losses(P, Y,           # (n, d) predictions and outcomes
     return linear_loss(L, 'witness loss'), linear_loss(np.stack([u, -u]), 'witness rule loss')
 
 # %% ../nbs/05_lower_bound.ipynb #360532a8
-def _check_int(x, name, lo=1):
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or x < lo:
-        raise ValueError(f"{name}: must be an integer >= {lo}, got {x!r}")
-    return int(x)
-
 def atoms_V(d:int, # the dimension
            ) -> np.ndarray: # (d, d): row i is v_i = e_i / 2
     "The set V = {e_i / 2 : i = 1..d} of the lower-bound construction, one point a row."
-    return np.eye(_check_int(d, 'd')) / 2
+    return np.eye(check_int(d, 'd', 1)) / 2
 
 def shatter(labels, # (d,) or (k, d): labellings of v_1..v_d, entries -1 or +1
            ) -> np.ndarray: # the same shape: witnesses r = labels / sqrt(d), of norm 1
-    "The shattering lemma's witnesses: r in {±1/sqrt(d)}^d with sign(<r, v_i>) = labels_i for all i."
+    "Lemma 4.2's witnesses: r in {±1/sqrt(d)}^d with sign(<r, v_i>) = labels_i for all i."
     L = check_array(labels, 'labels', ndim=(1, 2))
-    if not np.all(np.abs(L) == 1): raise ValueError("labels: entries must be -1 or +1")
+    if not np.all(np.abs(L) == 1): raise DeccalError('labels', "entries must be -1 or +1")
     return L / np.sqrt(L.shape[-1])
 
 # %% ../nbs/05_lower_bound.ipynb #15dac87b
 def _check_eps(eps):
-    try: e = float(eps)
-    except (TypeError, ValueError): raise ValueError(f"eps: expected a number in (0, 1/3), got {eps!r}") from None
-    if not (0 < e < 1 / 3): raise ValueError(f"eps: must lie in (0, 1/3), the lower-bound theorem's range, got {eps!r}")
+    if not _is_number(eps): raise DeccalTypeError('eps', f"expected a number in (0, 1/3), got {eps!r}")
+    e = float(eps)
+    if not (0 < e < 1 / 3): raise DeccalError('eps', f"must lie in (0, 1/3), the lower-bound theorem's range, got {eps!r}")
     return e
 
 def _check_sigma(sigma, d=None):
     s = check_array(sigma, 'sigma', ndim=1)
-    if d is not None and len(s) != d: raise ValueError(f"sigma: has {len(s)} entries but d = {d}")
-    if np.any(s == 0): raise ValueError("sigma: entries must be nonzero (only their signs are used)")
+    if d is not None and len(s) != d: raise DeccalError('sigma', f"has {len(s)} entries but d = {d}")
+    if np.any(s == 0): raise DeccalError('sigma', "entries must be nonzero (only their signs are used)")
     return np.sign(s)
 
-def _rng(seed): return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+def _rng(seed, name:str='seed'):
+    "A numpy Generator from a seed: an int >= 0, a sequence of them, None (fresh entropy) or a Generator (used as is)."
+    if seed is None or isinstance(seed, np.random.Generator): return np.random.default_rng(seed)
+    if _is_number(seed): return np.random.default_rng(check_seed(seed, name))
+    try: parts = list(seed)
+    except TypeError: raise DeccalTypeError(name, f"expected an integer >= 0, a list of them, None or a numpy Generator, got {seed!r}") from None
+    return np.random.default_rng([check_seed(s, name) for s in parts])
 
 def _dense(atoms, signs, d, eps):
     "Predictions v_atoms and outcomes v_atoms + eps * signs * e_1, as (n, d) arrays."
@@ -337,12 +346,12 @@ def h_sigma(P,         # (n, d) points of V
             sigma,     # (d,) the perturbation; only its signs are used
             eps:float, # the size of the perturbation, in (0, 1/3)
            ) -> np.ndarray: # (n, d): h_sigma(v_i) = v_i + eps sign(sigma_i) e_1
-    "The perturbation h_sigma of Lemma lem:audit-lower-bound, applied to points of V."
+    "The perturbation h_sigma of Lemma 4.3, applied to points of V."
     eps = _check_eps(eps)
     P = as_points(P, 'P')
     s = _check_sigma(sigma, P.shape[1])
     i = P.argmax(1)
-    if not np.array_equal(P, atoms_V(P.shape[1])[i]): raise ValueError("P: every row must be a point e_i / 2 of V")
+    if not np.array_equal(P, atoms_V(P.shape[1])[i]): raise DeccalError('P', "every row must be a point e_i / 2 of V")
     return _dense(i, s[i], P.shape[1], eps)[1]
 
 def sample_D_sigma(n:int,      # number of samples
@@ -351,13 +360,13 @@ def sample_D_sigma(n:int,      # number of samples
                    seed=None,  # an int, None or a numpy Generator
                   ) -> tuple:  # (P, Y), both (n, d)
     "n i.i.d. samples of D_sigma: p(x) uniform on V, y = h_sigma(p(x))."
-    n, eps, s = _check_int(n, 'n'), _check_eps(eps), _check_sigma(sigma)
+    n, eps, s = check_int(n, 'n', 1), _check_eps(eps), _check_sigma(sigma)
     a = _rng(seed).integers(0, len(s), n)
     return _dense(a, s[a], len(s), eps)
 
 def sample_D1(n:int, d:int, eps:float, seed=None) -> tuple: # (P, Y), both (n, d)
     "n samples of D_1: p(x) uniform on V, y = p(x) ± eps e_1 with independent fair coins (calibrated)."
-    n, d, eps = _check_int(n, 'n'), _check_int(d, 'd'), _check_eps(eps)
+    n, d, eps = check_int(n, 'n', 1), check_int(d, 'd', 1), _check_eps(eps)
     rng = _rng(seed)
     a = rng.integers(0, d, n)
     return _dense(a, rng.choice([-1.0, 1.0], n), d, eps)
@@ -366,7 +375,7 @@ def sample_D2(n:int, d:int, eps:float, seed=None,
               return_sigma:bool=False, # also return the sigma drawn
              ) -> tuple:               # (P, Y) or (P, Y, sigma)
     "n samples of D_2: sigma uniform on {±1/sqrt(d)}^d drawn once, then n i.i.d. samples of D_sigma."
-    n, d, eps = _check_int(n, 'n'), _check_int(d, 'd'), _check_eps(eps)
+    n, d, eps = check_int(n, 'n', 1), check_int(d, 'd', 1), _check_eps(eps)
     rng = _rng(seed)
     sigma = rng.choice([-1.0, 1.0], d) / np.sqrt(d)
     P, Y = sample_D_sigma(n, sigma, eps, rng)
@@ -380,7 +389,7 @@ def support_D_sigma(sigma, eps:float) -> tuple: # (P, Y, weights): d atoms of pr
 
 def support_D1(d:int, eps:float) -> tuple: # (P, Y, weights): 2d atoms of probability 1/(2d)
     "The per-sample distribution of D_1 as a finite distribution."
-    d, eps = _check_int(d, 'd'), _check_eps(eps)
+    d, eps = check_int(d, 'd', 1), _check_eps(eps)
     P, Y = _dense(np.r_[np.arange(d), np.arange(d)], np.r_[np.ones(d), -np.ones(d)], d, eps)
     return P, Y, np.full(2 * d, 1 / (2 * d))
 
@@ -405,7 +414,7 @@ def repeats_distribution(n:int, # number of samples
                          d:int, # number of atoms
                         ) -> np.ndarray: # (n,): P(R = r) for r = 0..n-1
     "The law of the number of repeats R = n - (number of distinct atoms) among n uniform draws from d atoms."
-    n, d = _check_int(n, 'n'), _check_int(d, 'd')
+    n, d = check_int(n, 'n', 1), check_int(d, 'd', 1)
     q = np.zeros(n + 1); q[0] = 1.0               # q[g] = P(g distinct atoms so far)
     g = np.arange(n + 1)
     for _ in range(n): q = q * g / d + np.r_[0.0, q[:-1] * (d - g[:-1]) / d]
@@ -417,8 +426,8 @@ def tester_advantage_exact(n:int, d:int) -> float:
     return float(1 - pr @ 0.5 ** np.arange(len(pr)))
 
 def collision_probability(n:int, d:int) -> float:
-    "P(some prediction repeats) = 1 - prod_{k<n} (1 - k/d): the bound on |p_1 - p_2| in the proof of lem:lower-bound-close."
-    n, d = _check_int(n, 'n'), _check_int(d, 'd')
+    "P(some prediction repeats) = 1 - prod_{k<n} (1 - k/d): the bound on |p_1 - p_2| in the proof of Lemma 4.4."
+    n, d = check_int(n, 'n', 1), check_int(d, 'd', 1)
     return 1.0 if n > d else float(-np.expm1(np.log1p(-np.arange(n) / d).sum()))
 
 # %% ../nbs/05_lower_bound.ipynb #b6a35d40
@@ -427,7 +436,7 @@ def tester_advantage(n:int, d:int,
                      seed=0,          # an int, a list of ints, or a numpy Generator
                     ) -> tuple:       # (estimate, standard error)
     "Monte Carlo estimate of the best tester's advantage E[1 - 2^-R], simulating the atoms only."
-    n, d, reps = _check_int(n, 'n'), _check_int(d, 'd'), _check_int(reps, 'reps', 2)
+    n, d, reps = check_int(n, 'n', 1), check_int(d, 'd', 1), check_int(reps, 'reps', 2)
     rng = _rng(seed)
     vals = np.empty(reps)
     for lo in range(0, reps, 4096):
@@ -440,7 +449,7 @@ def simulate_tester(n:int, d:int,
                     seed=0,
                    ) -> dict:         # acceptance rates p1 (D_1), p2 (D_2), their difference and standard errors
     "Run the likelihood-ratio test (`collision_test`) on `reps` samples of D_1 and of D_2."
-    n, d, reps = _check_int(n, 'n'), _check_int(d, 'd'), _check_int(reps, 'reps', 2)
+    n, d, reps = check_int(n, 'n', 1), check_int(d, 'd', 1), check_int(reps, 'reps', 2)
     rng = _rng(seed)
     acc1 = acc2 = 0
     for lo in range(0, reps, 1024):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from .losses import Loss
 from .embedding import Embedding
+from .checks import check_int, DeccalError
 from .decisions import decision_rule, _check_pair
 
 # %% auto #0
@@ -30,16 +31,16 @@ def reliability_bins(pred:Embedding,   # predictions p(x_i)
                      bins:int=6,       # bins per action, at quantiles of the predicted loss
                     ) -> ReliabilityBins:
     "Predicted against realized loss per action and bin: the data of a decision reliability diagram."
-    if isinstance(bins, bool) or int(bins) != bins or bins < 1: raise ValueError(f"bins: must be an integer >= 1, got {bins!r}")
+    bins = check_int(bins, 'bins', 1, 10_000)
     Y = _check_pair(pred, Y, loss, rule_loss)
     F, L = pred.loss_estimates(loss), loss.value(Y)
     k = decision_rule(pred.loss_estimates(rule_loss), beta)
     n, A = F.shape
-    out = [np.full((A, int(bins)), np.nan) for _ in range(3)] + [np.zeros((A, int(bins)))]
+    out = [np.full((A, bins), np.nan) for _ in range(3)] + [np.zeros((A, bins))]
     for a in range(A):
-        edges = np.quantile(F[:, a], np.linspace(0, 1, int(bins) + 1)[1:-1])
+        edges = np.quantile(F[:, a], np.linspace(0, 1, bins + 1)[1:-1])
         b = np.searchsorted(edges, F[:, a], side='right')
-        for j in range(int(bins)):
+        for j in range(bins):
             m = b == j
             w = k[m, a]; sw = w.sum()
             out[3][a, j] = sw / n
@@ -61,7 +62,7 @@ def reliability_diagram(pred:Embedding, Y, loss:Loss, rule_loss:Loss, beta:float
     rb = reliability_bins(pred, Y, loss, rule_loss, beta, bins)
     A = rb.predicted.shape[0]
     if axes is None: _, axes = plt.subplots(1, A, figsize=(2.6 * A, 2.6), squeeze=False); axes = axes[0]
-    if len(axes) != A: raise ValueError(f"axes: {len(axes)} given for {A} actions")
+    if len(axes) != A: raise DeccalError('axes', f"{len(axes)} given for {A} actions")
     for a, ax in enumerate(axes):
         ok = rb.weight[a] > 0
         ax.errorbar(rb.predicted[a, ok], rb.realized[a, ok], yerr=2 * rb.se[a, ok], marker='o', ms=3, capsize=2,

@@ -4,46 +4,54 @@
 
 # %% ../nbs/09_zhao.ipynb #9109e95d
 from __future__ import annotations
+import inspect
 import numpy as np
+from .checks import DeccalError
+from .kernels import Kernel
 from .dimfree import DimFreeDeCal, _CALIBRATORS
 
 # %% auto #0
 __all__ = ['ZhaoDeCal']
 
 # %% ../nbs/09_zhao.ipynb #b6a36c48
+_DIMFREE_SIG = inspect.signature(DimFreeDeCal.__init__)
+_OPTIONS = {n: q.default for n, q in _DIMFREE_SIG.parameters.items() if q.kind is q.KEYWORD_ONLY and n != 'step'}
+
 class ZhaoDeCal(DimFreeDeCal):
     "Algorithm 2 (regularized Zhao et al.): patch G^T (D_hat + regularizer I)^{-1} k(x) each round."
-    def __init__(self, kernel=None, n_actions:int=2, beta:float=10.0, R1:float=1.0, R2:float=None, eps:float=0.05,
-                 regularizer:float=1.0,  # lambda; 1 as in the paper, 0 is the unregularized original
-                 max_rounds:int=None, sample:str="reuse", seed:int=0, n_starts:int=2, maxiter:int=100,
-                 exact_max:int=500, trace_tol:float=1e-8, max_rank:int=300, verbose:bool=False, step:str="theory",
-                 early_stopping:bool=True, validation_fraction:float=0.2, n_iter_no_change:int=5):
-        super().__init__(kernel=kernel, n_actions=n_actions, beta=beta, R1=R1, R2=R2, eps=eps, step=step, max_rounds=max_rounds,
-                         sample=sample, seed=seed, n_starts=n_starts, maxiter=maxiter, exact_max=exact_max, trace_tol=trace_tol, max_rank=max_rank, verbose=verbose,
-                         early_stopping=early_stopping, validation_fraction=validation_fraction, n_iter_no_change=n_iter_no_change)
-        try: r = float(regularizer)
-        except (TypeError, ValueError): raise ValueError(f"regularizer: expected a number >= 0, got {regularizer!r}") from None
-        if not (np.isfinite(r) and r >= 0): raise ValueError(f"regularizer: must be a finite number >= 0, got {regularizer!r}")
-        self.regularizer = r
+    def __init__(self,
+                 kernel:Kernel,         # the RKHS of the loss class (required)
+                 *,
+                 regularizer:float=1.0, # lambda >= 0; 1 as in the paper, 0 is the unregularized original
+                 **options,             # DimFreeDeCal's options except `step` (the patch has no step size): n_actions, beta, R1, R2, eps, ...
+                ):
+        "Store the parameters as given (scikit-learn's convention); `fit` checks them."
+        unknown = [k for k in options if k not in _OPTIONS]
+        if unknown: raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument {unknown[0]!r}")
+        self.kernel, self.regularizer = kernel, regularizer
+        for name, default in _OPTIONS.items(): setattr(self, name, options.get(name, default))
 
-    def _directions(self, g, Gn, k, w):
+    def _directions(self, g, Gn, k, w, p:dict):
         "The patch G^T (D_hat + regularizer I)^{-1} k(x): directions d_b = sum_a [(D_hat + regularizer I)^{-1}]_ab G_a, in whitened coordinates."
         Dhat = (w[:, None] * k).T @ k
-        M = Dhat + self.regularizer * np.eye(len(Dhat))
+        M = Dhat + p['regularizer'] * np.eye(len(Dhat))
         ev = np.linalg.eigvalsh(M)
         if ev.min() <= 1e-12 * max(ev.max(), 1e-300):
-            raise ValueError(f"regularizer: D_hat + {self.regularizer:g} I is singular (smallest eigenvalue {ev.min():.3g}): some action is "
-                             "(almost) never chosen by the audited rule; the unregularized patch is undefined. Use regularizer > 0 (the paper uses 1).")
+            raise DeccalError('regularizer', f"D_hat + {p['regularizer']:g} I is singular (smallest eigenvalue {ev.min():.3g}): some action is "
+                              "(almost) never chosen by the audited rule; the unregularized patch is undefined. Use regularizer > 0 (the paper uses 1).")
         return np.linalg.solve(M, g), 1.0
 
-    def _round_bound(self, R2:float) -> float:
+    def _round_bound(self, R2:float, p:dict) -> float:
         """Cap on rounds from the potential argument on the calibration sample: each round lowers the sample's square loss by
         at least c sum_a ||G_a||^2 >= c (value / R1)^2 / |A| with c = (1 + 2 lambda) / (1 + lambda)^2, and value > 3 eps / 4,
         so at most 4 R2^2 |A| R1^2 16 / (9 c eps^2) rounds (the factor |A| of the paper's proof is kept)."""
-        c = (1 + 2 * self.regularizer) / (1 + self.regularizer)**2
+        c = (1 + 2 * p['regularizer']) / (1 + p['regularizer'])**2
         with np.errstate(over='ignore', divide='ignore'):
-            return float(64.0 * self.n_actions * np.float64(self.R1)**2 * np.float64(R2)**2 / (9 * c * np.float64(self.eps)**2))
+            return float(64.0 * p['n_actions'] * np.float64(p['R1'])**2 * np.float64(R2)**2 / (9 * c * np.float64(p['eps'])**2))
 
-    def _extra_params(self): return dict(regularizer=self.regularizer)
-
+# the signature help(), the documentation and scikit-learn's get_params see: DimFreeDeCal's, without `step`, with `regularizer`
+_ps = list(_DIMFREE_SIG.parameters.values())
+ZhaoDeCal.__init__.__signature__ = _DIMFREE_SIG.replace(parameters=_ps[:2] + [
+    inspect.Parameter('regularizer', inspect.Parameter.KEYWORD_ONLY, default=1.0, annotation='float')] + [q for q in _ps[2:] if q.name != 'step'])
 _CALIBRATORS['ZhaoDeCal'] = ZhaoDeCal
+

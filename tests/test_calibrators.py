@@ -102,13 +102,13 @@ CASES = [
 
 @pytest.mark.parametrize('name,kernel,kw', CASES, ids=[c[0] for c in CASES])
 def test_exactness_against_explicit_feature_space(name, kernel, kw):
-    beta, R1, R2, eps = 5.0, 1.0, 3.0, 0.02
+    beta, R1, R2, eps = 5.0, 1.0, 4.5, 0.02       # R2 above every ||phi(y)|| (4.01 for the polynomial kernel); binds on new points
     pred, Y = make(80, seed=1)
     rng = np.random.default_rng(2)
     new = Embedding.from_points(rng.uniform(-1.5, 1.5, (40, 2)))
     cls = ZhaoDeCal if name.startswith('zhao') else DimFreeDeCal
     cal = cls(kernel=kernel, n_actions=3, beta=beta, R1=R1, R2=R2, eps=eps, max_rounds=4,
-              n_starts=1, maxiter=40, early_stopping=False, **kw).fit(pred, Y)
+              n_starts=1, max_iter=40, early_stopping=False, **kw).fit(pred, Y)
     assert len(cal.rounds_) >= 2, "the case must exercise several rounds"
     Us = explicit_rules(cal, kernel)
     method = 'zhao' if cls is ZhaoDeCal else kw['step']
@@ -138,7 +138,7 @@ def test_transform_of_sample_reproduces_fitted_square_loss_rbf():
     pred, Y = make(120, d=3, seed=3)
     k = RBF(0.5)
     cal = DimFreeDeCal(kernel=k, n_actions=3, beta=10.0, eps=0.02, step='line-search', max_rounds=4,
-                       n_starts=1, maxiter=40, early_stopping=False).fit(pred, Y)
+                       n_starts=1, max_iter=40, early_stopping=False).fit(pred, Y)
     assert len(cal.rounds_) == 4
     close(cal.transform(pred).sq_error(k, Y).mean(), cal.history_[-1]['square_loss'])
 
@@ -151,7 +151,7 @@ def test_theorem_theory_step(kernel):
     2 eta v_t - eta^2 R1^2 for its audit value v_t, which is more than eps^2 / (2 R1^2) since v_t > 3 eps / 4."""
     R1, eps = 1.0, 0.15
     pred, Y = make(100, seed=4)
-    cal = DimFreeDeCal(kernel=kernel, n_actions=3, beta=5.0, R1=R1, eps=eps, step='theory', maxiter=60,
+    cal = DimFreeDeCal(kernel=kernel, n_actions=3, beta=5.0, R1=R1, eps=eps, step='theory', max_iter=60,
                        early_stopping=False).fit(pred, Y)
     R2 = cal.R2_
     bound = 16 * R1 ** 2 * R2 ** 2 / eps ** 2
@@ -169,12 +169,12 @@ def test_theorem_theory_step(kernel):
 def test_line_search_never_raises_square_loss():
     pred, Y = make(100, seed=5)
     cal = DimFreeDeCal(kernel=RBF(1.0), n_actions=3, beta=5.0, R1=1.0, eps=0.05, step='line-search',
-                       max_rounds=12, maxiter=60, early_stopping=False).fit(pred, Y)
+                       max_rounds=12, max_iter=60, early_stopping=False).fit(pred, Y)
     losses = np.array([h['square_loss'] for h in cal.history_])
     assert len(losses) >= 4 and np.all(np.diff(losses) <= 1e-12)
     # the exact line search beats the theory step on the same first round
     th = DimFreeDeCal(kernel=RBF(1.0), n_actions=3, beta=5.0, R1=1.0, eps=0.05, step='theory', max_rounds=1,
-                      maxiter=60, early_stopping=False).fit(pred, Y)
+                      max_iter=60, early_stopping=False).fit(pred, Y)
     assert cal.history_[1]['square_loss'] <= th.history_[1]['square_loss'] + 1e-12
 
 
@@ -183,8 +183,8 @@ def test_split_sample_audits_fresh_parts():
     disjoint parts of the sample only (the parts: a permutation by `seed`, split evenly); the square loss
     is still recorded on the whole sample."""
     pred, Y = make(120, seed=6)
-    kernel, beta, R1, R2, T = Polynomial(2, 1.0), 5.0, 1.0, 3.0, 3
-    kw = dict(kernel=kernel, n_actions=3, beta=beta, R1=R1, R2=R2, eps=0.01, max_rounds=T, n_starts=1, maxiter=40,
+    kernel, beta, R1, R2, T = Polynomial(2, 1.0), 5.0, 1.0, 4.5, 3
+    kw = dict(kernel=kernel, n_actions=3, beta=beta, R1=R1, R2=R2, eps=0.01, max_rounds=T, n_starts=1, max_iter=40,
               step='line-search', early_stopping=False)
     sp = DimFreeDeCal(sample='split', seed=7, **kw).fit(pred, Y)
     assert len(sp.rounds_) == T
@@ -210,9 +210,9 @@ def test_split_sample_audits_fresh_parts():
 @pytest.mark.parametrize('cls', [DimFreeDeCal, ZhaoDeCal])
 def test_norms_at_most_R2(cls):
     pred, Y = make(80, seed=7)
-    k = RBF(1.0)
-    R2 = 0.6
-    cal = cls(kernel=k, n_actions=3, beta=5.0, R2=R2, eps=0.01, max_rounds=3, n_starts=1, maxiter=40,
+    k = Linear()
+    R2 = 1.6                  # at least every ||phi(y)|| (1.58 here): a smaller R2 is refused
+    cal = cls(kernel=k, n_actions=3, beta=5.0, R2=R2, eps=0.01, max_rounds=3, n_starts=1, max_iter=40,
               early_stopping=False).fit(pred, Y)
     assert len(cal.rounds_) == 3
     new = Embedding.from_points(np.random.default_rng(8).uniform(-3, 3, (200, 2)))
@@ -242,7 +242,7 @@ def test_calibrated_predictor_left_unchanged(cls):
 @pytest.mark.parametrize('cls,kw', [(DimFreeDeCal, dict(step='line-search')), (ZhaoDeCal, dict(regularizer=0.5))])
 def test_save_load_round_trip_exact(tmp_path, cls, kw):
     pred, Y = make(60, seed=11)
-    cal = cls(kernel=RBF(0.7), n_actions=3, beta=5.0, eps=0.01, max_rounds=3, n_starts=1, maxiter=30, **kw).fit(pred, Y)
+    cal = cls(kernel=RBF(0.7), n_actions=3, beta=5.0, eps=0.01, max_rounds=3, n_starts=1, max_iter=30, **kw).fit(pred, Y)
     fn = tmp_path / 'cal.npz'
     cal.save(fn)
     back = load_calibrator(fn)
@@ -260,7 +260,7 @@ def test_save_load_round_trip_exact(tmp_path, cls, kw):
 
 def test_load_refuses_bad_files(tmp_path):
     pred, Y = make(40, seed=13)
-    cal = DimFreeDeCal(kernel=RBF(1.0), n_actions=2, eps=0.01, max_rounds=1, n_starts=1, maxiter=20).fit(pred, Y)
+    cal = DimFreeDeCal(kernel=RBF(1.0), n_actions=2, eps=0.01, max_rounds=1, n_starts=1, max_iter=20).fit(pred, Y)
     fn = tmp_path / 'cal.npz'
     cal.save(fn)
     with np.load(fn) as f: arrays = {k: f[k] for k in f.files}
@@ -294,8 +294,8 @@ def test_zhao_unregularized_singular_is_clear_error():
     # with the paper's regularizer the same fit runs, and its patch norms are bounded
     z = ZhaoDeCal(kernel=RBF(1.0), n_actions=3, beta=10.0, eps=0.01, max_rounds=1).fit(const, x)
     assert len(z.rounds_) == 1
-    with pytest.raises(ValueError, match='regularizer'): ZhaoDeCal(kernel=RBF(), regularizer=-1.0)
-    with pytest.raises(ValueError, match='regularizer'): ZhaoDeCal(kernel=RBF(), regularizer=float('nan'))
+    with pytest.raises(ValueError, match='regularizer'): ZhaoDeCal(kernel=RBF(), regularizer=-1.0).fit(const, x)
+    with pytest.raises(ValueError, match='regularizer'): ZhaoDeCal(kernel=RBF(), regularizer=float('nan')).fit(const, x)
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -303,17 +303,19 @@ def test_zhao_unregularized_singular_is_clear_error():
 @pytest.mark.parametrize('arg', ['beta', 'R1', 'R2', 'eps'])
 @pytest.mark.parametrize('value', [0.0, -1.0, float('nan'), float('inf')])
 def test_non_positive_parameters(cls, arg, value):
-    with pytest.raises(ValueError, match=f'^{arg}:'): cls(kernel=RBF(), **{arg: value})
+    pred, Y = make(20, seed=15)
+    est = cls(kernel=RBF(), **{arg: value})             # the constructor only stores; fit checks
+    with pytest.raises(ValueError, match=f'^{arg}:'): est.fit(pred, Y)
 
 
 @pytest.mark.parametrize('cls', [DimFreeDeCal, ZhaoDeCal])
 def test_bad_input_names_argument(cls):
     pred, Y = make(30, seed=15)
-    mk = lambda **kw: cls(kernel=RBF(), **{'max_rounds': 1, 'n_starts': 1, 'maxiter': 10, **kw})
-    with pytest.raises(ValueError, match='^kernel:'): cls(kernel=None)
-    with pytest.raises(ValueError, match='^n_actions:'): mk(n_actions=0)
-    with pytest.raises(ValueError, match='^max_rounds:'): mk(max_rounds=-1)
-    with pytest.raises(ValueError, match='^sample:'): mk(sample='bootstrap')
+    mk = lambda **kw: cls(kernel=RBF(), **{'max_rounds': 1, 'n_starts': 1, 'max_iter': 10, **kw})
+    with pytest.raises(ValueError, match='^kernel:'): cls(kernel=None).fit(pred, Y)
+    with pytest.raises(ValueError, match='^n_actions:'): mk(n_actions=0).fit(pred, Y)
+    with pytest.raises(ValueError, match='^max_rounds:'): mk(max_rounds=-1).fit(pred, Y)
+    with pytest.raises(ValueError, match='^sample:'): mk(sample='bootstrap').fit(pred, Y)
     with pytest.raises(ValueError, match='^Y:'): mk().fit(pred, Y[:5])                  # wrong number of rows
     with pytest.raises(ValueError, match='^Y:'): mk().fit(pred, Y[:, :1])               # wrong dimension
     with pytest.raises(ValueError, match='^Y:'): mk().fit(pred, Y[:, 0])                # 1-d outcomes for 2-d predictions
@@ -327,14 +329,14 @@ def test_bad_input_names_argument(cls):
     with pytest.raises(ValueError, match='^pred:'): cal.transform(Y)
     with pytest.raises(ValueError, match='^pred:'): cal.transform(Embedding.from_points(np.zeros((4, 3))))
     if cls is DimFreeDeCal:
-        with pytest.raises(ValueError, match='^step:'): mk(step='newton')
+        with pytest.raises(ValueError, match='^step:'): mk(step='newton').fit(pred, Y)
 
 
 def test_history_records_holdout():
     pred, Y = make(100, seed=16)
     ph, Yh = make(300, seed=17)
     cal = DimFreeDeCal(kernel=RBF(1.0), n_actions=2, beta=5.0, eps=0.01, max_rounds=2, n_starts=1,
-                       maxiter=30).fit(pred, Y, holdout=(ph, Yh))
+                       max_iter=30).fit(pred, Y, holdout=(ph, Yh))
     for h in cal.history_[:-1]:
         assert set(h) >= {'round', 'audit_value', 'square_loss', 'holdout_value'}
         assert np.isfinite(h['holdout_value'])
@@ -342,9 +344,9 @@ def test_history_records_holdout():
 
 def test_verbose_progress(capsys):
     pred, Y = make(40, seed=18)
-    DimFreeDeCal(kernel=RBF(1.0), n_actions=2, eps=0.01, max_rounds=2, n_starts=1, maxiter=20).fit(pred, Y)
+    DimFreeDeCal(kernel=RBF(1.0), n_actions=2, eps=0.01, max_rounds=2, n_starts=1, max_iter=20).fit(pred, Y)
     assert capsys.readouterr().err == ''
-    DimFreeDeCal(kernel=RBF(1.0), n_actions=2, eps=0.01, max_rounds=2, n_starts=1, maxiter=20, verbose=True).fit(pred, Y)
+    DimFreeDeCal(kernel=RBF(1.0), n_actions=2, eps=0.01, max_rounds=2, n_starts=1, max_iter=20, verbose=True).fit(pred, Y)
     lines = capsys.readouterr().err.splitlines()
     # stderr is not a terminal here: a line per audited round, then the summary line
     assert [l.split('round ')[1].split()[0] for l in lines[:-1]] == ['0/2', '1/2']
@@ -356,7 +358,7 @@ def test_truncated_is_a_shorter_fit(cls):
     "cal.truncated(T) transforms exactly as a fit stopped by max_rounds=T (the rounds do not depend on when one stops)."
     pred, Y = make(80, seed=19)
     new = make(30, seed=20)[0]
-    kw = dict(kernel=RBF(1.0), n_actions=2, beta=5.0, eps=1e-3, n_starts=1, maxiter=30, early_stopping=False)
+    kw = dict(kernel=RBF(1.0), n_actions=2, beta=5.0, eps=1e-3, n_starts=1, max_iter=30, early_stopping=False)
     full = cls(max_rounds=4, **kw).fit(pred, Y)
     assert len(full.rounds_) == 4
     for T in (1, 3):

@@ -6,6 +6,7 @@ Monte Carlo estimates with their standard errors.
 import numpy as np
 import pytest
 import deccal
+from deccal.kernels import make_kernel
 
 rng = np.random.default_rng(12345)
 
@@ -19,8 +20,10 @@ def ref_gram(name, A, B):
     if name == 'min': return np.minimum(A[:, :1], B[:, 0][None])
     if name == 'exp': return np.exp(dot)
 
-KERNELS = {'linear': deccal.Linear(), 'poly': deccal.Polynomial(3, 0.5), 'rbf': deccal.RBF(0.7),
-           'laplacian': deccal.Laplacian(0.3), 'min': deccal.MinKernel(), 'exp': deccal.ExpInner()}
+# built through the registry (the names and parameters that files and the command line use)
+PARAMS = {'linear': {}, 'poly': {'degree': 3, 'c': 0.5}, 'rbf': {'gamma': 0.7}, 'laplacian': {'gamma': 0.3},
+          'min': {}, 'exp': {}}
+KERNELS = {name: make_kernel(name, **params) for name, params in PARAMS.items()}
 
 def points(name, n, d):
     if name == 'min': return rng.uniform(0, 1, (n, 1))
@@ -151,6 +154,7 @@ def test_bad_input_names_argument():
     for fn, msg in cases:
         with pytest.raises(ValueError, match=None) as e: fn()
         assert msg in str(e.value), (msg, str(e.value))
+        assert isinstance(e.value, deccal.DeccalError) and str(e.value).startswith(e.value.arg + ': '), repr(e.value)
 
 
 def test_star_import_gives_the_public_names():

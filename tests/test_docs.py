@@ -183,3 +183,34 @@ def test_page_renders(site, browser, nb):
     math_text = browser.execute_script("return document.querySelectorAll('main math').length")
     if '$' in ''.join(''.join(c['source']) for c in json.loads((NBS/nb).read_text())['cells'] if c['cell_type'] == 'markdown'):
         assert math_text > 0, f'{page["page"]}: the notebook has $math$ but the page no MathML'
+
+
+def _public_methods():
+    "(class, method name, notebook) for every public method a public deccal class defines itself (not properties)."
+    import inspect, importlib
+    import deccal
+    out = []
+    for cname in deccal.__all__:
+        cls = getattr(deccal, cname)
+        if not inspect.isclass(cls) or issubclass(cls, BaseException): continue
+        mod = importlib.import_module(cls.__module__)
+        m = re.search(r'File to edit: \.\./nbs/(\S+\.ipynb)', Path(mod.__file__).read_text(encoding='utf-8'))
+        for name, v in vars(cls).items():
+            if name.startswith('_') or isinstance(v, property): continue
+            f = v.__func__ if isinstance(v, (classmethod, staticmethod)) else v
+            if inspect.isfunction(f) and f.__module__.startswith('deccal'): out.append((cname, name, m.group(1)))
+    return out
+
+
+def test_every_public_method_has_an_api_entry(site):
+    """Each public method of a public class has its API entry on its notebook's page: a heading `Class.method`
+    (nbdev writes one for exported functions, classes and @patch methods; class-body methods need show_doc)."""
+    folder, pages, rc, log = site
+    assert pages, f'no site was built:\n{log[-3000:]}'
+    page_of = {p['notebook']: folder/p['page'] for p in pages}
+    html = {nb: path.read_text(encoding='utf-8') for nb, path in page_of.items()}
+    methods = _public_methods()
+    assert len(methods) > 30, methods                          # the inventory itself works
+    missing = [f'{c}.{m} ({nb})' for c, m, nb in methods
+               if not re.search(r'<h[1-6][^>]*>(?:\s|<[^>]+>)*' + re.escape(f'{c}.{m}') + r'(?:\s|<[^>]+>)*</h[1-6]>', html[nb])]
+    assert not missing, f'public methods without an API entry on the doc site: {missing}'

@@ -1,5 +1,5 @@
 """Checks of `deccal.lower_bound` (paper: "Lower Bound under Deterministic Optimal Decision Rule": the
-equivalent-form lemma, the shattering lemma, Lemmas lem:audit-lower-bound and lem:lower-bound-close).
+Lemmas 4.1 (equivalent form), 4.2 (shattering), 4.3 and 4.4).
 
 References are computed independently of the module: a dense search over pairs of linear losses straight
 from the definition of decision calibration error (and `deccal.decisions.decision_calibration_error`),

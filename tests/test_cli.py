@@ -1,0 +1,243 @@
+"""The `deccal` command: one vocabulary of errors, file modes, signals, a closed stderr, output paths checked
+before the work, the kernel registry, and the library's current API (verbose=)."""
+import contextlib, io, json, os, shlex, signal, subprocess, sys
+from pathlib import Path
+import numpy as np
+import pytest
+from deccal import cli, kernels
+from deccal.dimfree import DimFreeDeCal
+
+PY = sys.executable
+
+
+def run(*args):
+    "Run the command in this process: (status, stdout, stderr)."
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err): rc = cli.main([str(a) for a in args])
+    return rc, out.getvalue(), err.getvalue()
+
+
+def one_line(err):
+    "The single line the command wrote to stderr."
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.fixture(scope='module')
+def files(tmp_path_factory):
+    "Tiny data: 60 point predictions in R^2, outcomes, new predictions, and a calibrator fitted on them."
+    d = tmp_path_factory.mktemp('cli')
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (60, 2))
+    np.savetxt(d / 'pred.csv', 0.6 * x, delimiter=',')
+    np.savetxt(d / 'y.csv', x + 0.2 * rng.normal(size=(60, 2)), delimiter=',')
+    np.savetxt(d / 'new.csv', rng.uniform(-1, 1, (10, 2)), delimiter=',')
+    np.savetxt(d / 'p.csv', np.full((5, 3), 1 / 3), delimiter=',')
+    np.savetxt(d / 'p_bad.csv', np.full((5, 3), 0.5), delimiter=',')
+    np.savetxt(d / 'classes.csv', np.eye(3), delimiter=',')
+    np.savetxt(d / 'classes2.csv', np.eye(2), delimiter=',')
+    rc, out, err = run('calibrate', *CAL_ARGS(d), '--output', d / 'cal.npz', '--quiet')
+    assert rc == 0, err
+    return d
+
+
+def CAL_ARGS(d):
+    return ('--pred', d / 'pred.csv', '--y', d / 'y.csv', '--actions', 2, '--max-rounds', 2)
+
+
+def AUDIT_ARGS(d):
+    return ('--pred', d / 'pred.csv', '--y', d / 'y.csv', '--actions', 2)
+
+
+# 1. one vocabulary of errors -------------------------------------------------------------------------
+
+def test_a_bug_keeps_its_traceback(files, monkeypatch):
+    "Only deccal's input errors become one line and status 2; any other exception (a ValueError included) is a bug."
+    def broken(*a, **k): raise ValueError('an internal mistake')
+    monkeypatch.setattr(cli, 'audit', broken)
+    with pytest.raises(ValueError, match='an internal mistake'): cli.main([str(a) for a in ('audit', *AUDIT_ARGS(files), '--quiet')])
+
+
+@pytest.mark.parametrize('call, option', [
+    (lambda d: cli.read_predictions(d / 'p_bad.csv', 'probs', d / 'classes.csv'), '--pred'),
+    (lambda d: cli.read_predictions(d / 'p.csv', 'probs', d / 'classes2.csv'), '--classes'),
+    (lambda d: cli.read_predictions(d / 'p_bad.csv', 'probs', d / 'classes.csv', '--holdout-pred'), '--holdout-pred'),
+    (lambda d: cli.read_array(d / 'missing.csv', '--y'), '--y'),
+    (lambda d: cli.make_kernel('rbf', gamma=-1.0), '--gamma'),
+    (lambda d: cli.make_kernel('poly', degree=0), '--degree'),
+    (lambda d: cli.make_kernel('gauss'), '--kernel'),
+])
+def test_errors_carry_the_option(files, call, option):
+    "An error the command re-labels is a DeccalError whose `arg` is the option."
+    with pytest.raises(ValueError, match=f'^{option}: ') as ei: call(files)
+    assert ei.value.arg == option
+    from deccal.checks import DeccalError
+    assert isinstance(ei.value, DeccalError)
+
+
+def test_transform_errors_carry_the_option(files, tmp_path):
+    (tmp_path / 'junk.npz').write_bytes(b'not a zip file')
+    rc, out, err = run('transform', '--calibrator', tmp_path / 'junk.npz', '--pred', files / 'new.csv', '--output', tmp_path / 't.npz')
+    assert rc == 2 and one_line(err).startswith('deccal: error: --calibrator: ')
+    np.savetxt(tmp_path / 'new3.csv', np.zeros((4, 3)), delimiter=',')      # the calibrator is on R^2
+    rc, out, err = run('transform', '--calibrator', files / 'cal.npz', '--pred', tmp_path / 'new3.csv', '--output', tmp_path / 't.npz')
+    assert rc == 2 and one_line(err).startswith('deccal: error: --pred: '), err
+    assert not list(tmp_path.glob('t.npz')) and not list(tmp_path.glob('.deccal-*'))
+
+
+def test_library_errors_are_one_line(files):
+    rc, out, err = run('audit', *AUDIT_ARGS(files), '--beta', -1, '--quiet')
+    assert rc == 2 and one_line(err).startswith('deccal: error: --beta: must')   # the library's `beta`, named by its option
+    rc, out, err = run('calibrate', *AUDIT_ARGS(files)[:4], '--eps', 0, '--output', files / 'never.npz', '--quiet')
+    assert rc == 2 and one_line(err).startswith('deccal: error: --eps: must'), err
+    rc, out, err = run('demo', '--n', 10)
+    assert rc == 2 and one_line(err).startswith('deccal: error: --n: ')
+    assert run('--help')[0] == 0 and run('frobnicate')[0] == 2
+
+
+# 2. file modes ---------------------------------------------------------------------------------------
+
+@pytest.fixture
+def umask022():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def mode(p): return os.stat(p).st_mode & 0o777
+
+
+def test_outputs_get_the_mode_of_a_plain_open(files, tmp_path, umask022):
+    "New outputs: 0666 less the umask (not a temporary file's 0600); an overwritten file keeps its mode."
+    jobs = [('audit', *AUDIT_ARGS(files), '--quiet', '--report', tmp_path / 'r.json'),
+            ('calibrate', *CAL_ARGS(files), '--quiet', '--output', tmp_path / 'c.npz'),
+            ('transform', '--calibrator', files / 'cal.npz', '--pred', files / 'new.csv', '--output', tmp_path / 't.npz')]
+    outs = [tmp_path / 'r.json', tmp_path / 'c.npz', tmp_path / 't.npz']
+    for job in jobs: assert run(*job)[0] == 0
+    assert [mode(p) for p in outs] == [0o644] * 3
+    for p in outs: os.chmod(p, 0o664)
+    for job in jobs: assert run(*job)[0] == 0
+    assert [mode(p) for p in outs] == [0o664] * 3
+    assert not list(tmp_path.glob('.deccal-*'))
+
+
+def test_demo_outputs_get_the_mode_of_a_plain_open(tmp_path, umask022):
+    rc, out, err = run('demo', '--n', 60, '--max-rounds', 1, '--types', 2, '--actions', 2, '--quiet', '--out', tmp_path / 'demo')
+    assert rc == 0, err
+    files = sorted((tmp_path / 'demo').iterdir())
+    assert [p.name for p in files] == ['reliability.png', 'report.json', 'rounds.png']
+    assert [mode(p) for p in files] == [0o644] * 3
+    assert (tmp_path / 'demo' / 'rounds.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+
+
+# 3. a CSV file with a byte-order mark ------------------------------------------------------------------
+
+def test_csv_with_byte_order_mark(tmp_path):
+    (tmp_path / 'bom.csv').write_bytes('\ufeff1,2\n3,4\n'.encode())
+    np.testing.assert_array_equal(cli.read_array(tmp_path / 'bom.csv', '--y'), [[1., 2.], [3., 4.]])
+    (tmp_path / 'bomh.csv').write_bytes('\ufeffa,b\n1,2\n3,4\n'.encode())      # with a header: the header goes, not a row
+    np.testing.assert_array_equal(cli.read_array(tmp_path / 'bomh.csv', '--y'), [[1., 2.], [3., 4.]])
+
+
+# 4. signals ------------------------------------------------------------------------------------------
+
+# Python code run before the command: the signal arrives while the output is being moved into place, when the
+# temporary file is complete (only deccal's own temporary files trigger it, not e.g. Numba's cache)
+SIGNAL_DURING_SAVE = """
+import os, signal, sys, time
+_replace = os.replace
+def replace(src, dst, *a, **k):
+    if os.path.basename(str(src)).startswith('.deccal-'):
+        os.kill(os.getpid(), signal.{sig}); time.sleep(30)
+    return _replace(src, dst, *a, **k)
+os.replace = replace
+from deccal.cli import main
+sys.exit(main({args!r}))
+"""
+
+
+@pytest.mark.parametrize('sig, status, line', [('SIGTERM', 143, 'deccal: terminated'), ('SIGINT', 130, 'deccal: interrupted')])
+def test_signal_during_save(files, tmp_path, sig, status, line):
+    out = tmp_path / 'cal.npz'
+    args = ['calibrate', *map(str, CAL_ARGS(files)), '--quiet', '--output', str(out)]
+    r = subprocess.run([PY, '-c', SIGNAL_DURING_SAVE.format(sig=sig, args=args)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == status, r.stderr
+    assert r.stderr.strip().splitlines() == [line]
+    assert list(tmp_path.iterdir()) == []             # no temporary file, no half-written output
+
+
+def test_sigterm_handler_is_restored(files):
+    before = signal.getsignal(signal.SIGTERM)
+    assert run('audit', *AUDIT_ARGS(files), '--quiet')[0] == 0
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+# 5. stderr closed ------------------------------------------------------------------------------------
+
+def closed_stderr(*args):
+    "Run the command in a shell with stderr closed (2>&-): (status, stdout)."
+    code = f"import sys; from deccal.cli import main; sys.exit(main({[str(a) for a in args]!r}))"
+    r = subprocess.run(['bash', '-c', f"{shlex.quote(PY)} -c {shlex.quote(code)} 2>&-"], capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stdout
+
+
+def test_closed_stderr(files, tmp_path):
+    rc, out = closed_stderr('calibrate', *CAL_ARGS(files), '--output', tmp_path / 'c.npz')      # with progress bars
+    assert rc == 0 and (tmp_path / 'c.npz').is_file() and 'wrote' in out
+    rc, out = closed_stderr('audit', *AUDIT_ARGS(files), '--beta', -1)
+    assert rc == 2 and out == ''                      # the error is not sent to stdout instead
+
+
+# 6. output paths checked before the work --------------------------------------------------------------
+
+@pytest.fixture
+def no_work(monkeypatch):
+    "Make every expensive step fail loudly: the tests below must stop before any of them."
+    def fail(*a, **k): raise AssertionError('the work started before the output path was checked')
+    monkeypatch.setattr(DimFreeDeCal, 'fit', fail)
+    for name in ('read_array', 'load_calibrator', 'audit', 'demo_data'): monkeypatch.setattr(cli, name, fail)
+
+
+@pytest.mark.parametrize('job, option', [
+    (lambda d, t: ('calibrate', *CAL_ARGS(d), '--output', t / 'folder.npz'), '--output'),
+    (lambda d, t: ('calibrate', *CAL_ARGS(d), '--output', t / 'missing' / 'c.npz'), '--output'),
+    (lambda d, t: ('transform', '--calibrator', d / 'cal.npz', '--pred', d / 'new.csv', '--output', t / 'folder.npz'), '--output'),
+    (lambda d, t: ('transform', '--calibrator', d / 'cal.npz', '--pred', d / 'new.csv', '--output', t / 'missing' / 't.npz'), '--output'),
+    (lambda d, t: ('audit', *AUDIT_ARGS(d), '--report', t / 'folder.npz'), '--report'),
+    (lambda d, t: ('audit', *AUDIT_ARGS(d), '--report', t / 'missing' / 'r.json'), '--report'),
+    (lambda d, t: ('demo', '--out', t / 'file.txt'), '--out'),
+    (lambda d, t: ('demo', '--out', t / 'file.txt' / 'sub'), '--out'),
+])
+def test_output_path_checked_first(files, tmp_path, no_work, job, option):
+    (tmp_path / 'folder.npz').mkdir(); (tmp_path / 'file.txt').write_text('x')
+    rc, out, err = run(*job(files, tmp_path))
+    assert rc == 2 and one_line(err).startswith(f'deccal: error: {option}: '), err
+
+
+# 7. the kernel registry ------------------------------------------------------------------------------
+
+def test_kernels_come_from_the_registry(monkeypatch):
+    "A kernel added to deccal.kernels.KERNELS is a --kernel choice and is listed in the help."
+    reg = dict(getattr(kernels, 'KERNELS', {}), lin2=kernels.Linear)
+    monkeypatch.setattr(kernels, 'KERNELS', reg, raising=False)
+    assert isinstance(cli.make_kernel('lin2'), kernels.Linear)
+    h = cli.parser()._subparsers._group_actions[0].choices['audit'].format_help()
+    assert 'lin2' in ' '.join(h.split())
+
+
+def test_only_the_kernels_own_options_are_passed(files):
+    assert cli.make_kernel('poly', gamma=-1.0, degree=3, c=0.5).get_params() == {'degree': 3, 'c': 0.5}
+    assert cli.make_kernel('laplacian', gamma=0.5, degree=-4).get_params() == {'gamma': 0.5}
+    rc, out, err = run('audit', *AUDIT_ARGS(files), '--kernel', 'rbf', '--gamma', -1, '--quiet')
+    assert rc == 2 and one_line(err).startswith('deccal: error: --gamma: ')
+
+
+# 8. the library's API: verbose -------------------------------------------------------------------------
+
+def test_run_demo_verbose():
+    buf, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err): rep = cli.run_demo(n=60, max_rounds=1, n_types=2, n_actions=2, out_dir=None, stream=buf, verbose=False)
+    assert err.getvalue() == '' and rep['rounds'].keys() == {'DimFreeDeCal', 'ZhaoDeCal'}
+    with contextlib.redirect_stderr(err): cli.run_demo(n=60, max_rounds=1, n_types=2, n_actions=2, out_dir=None, stream=buf, verbose=True)
+    assert 'DimFreeDeCal' in err.getvalue() and 'audit [' in err.getvalue()
