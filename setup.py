@@ -36,7 +36,7 @@ setuptools.setup(
     include_package_data=True,
     python_requires='>=' + min_python,
     install_requires=cfg['requirements'].split(),
-    extras_require={'dev': cfg['dev_requirements'].split()},
+    extras_require={'dev': cfg['dev_requirements'].split(), 'sklearn': cfg['sklearn_requirements'].split()},
     entry_points={'console_scripts': cfg['console_scripts'].split(),
                   'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
     zip_safe=False,
