@@ -11,7 +11,7 @@ import numpy as np
 # %% auto #0
 __all__ = ['MEMORY_BUDGET', 'DeccalError', 'DeccalTypeError', 'NotFittedError', 'check_array', 'as_points', 'check_number',
            'check_positive', 'check_int', 'check_seed', 'check_bool', 'check_choice', 'check_rows', 'row_blocks',
-           'check_output_path', 'atomic_write', 'Progress', 'patch']
+           'tiles', 'check_output_path', 'atomic_write', 'Progress', 'patch']
 
 # %% ../nbs/00_checks.ipynb #864c9464
 class DeccalError(ValueError):
@@ -147,6 +147,17 @@ def row_blocks(n:int,                 # the number of rows
     "Split range(n) into blocks whose temporaries stay under MEMORY_BUDGET (at least one row per block)."
     step = max(1, int(MEMORY_BUDGET // max(float(bytes_per_row), 1.0)))
     return [(i, min(n, i + step)) for i in range(0, n, step)]
+
+# %% ../nbs/00_checks.ipynb #641a75c4
+def tiles(n:int,                  # rows
+          m:int,                  # columns
+          bytes_per_entry:float,  # bytes of temporaries per (row, column) pair
+          bytes_per_row:float=0,  # bytes of temporaries per row, whatever the columns
+         ) -> tuple:              # (row blocks, column blocks), each [(i0, i1), ...]
+    "Blocks of rows and of columns whose tiles stay under the memory budget: all columns at once when one row fits."
+    cols = row_blocks(m, bytes_per_entry)
+    width = cols[0][1] - cols[0][0] if cols else 0
+    return row_blocks(n, bytes_per_entry * width + bytes_per_row), cols
 
 # %% ../nbs/00_checks.ipynb #7e2ab106
 def check_output_path(path,             # the file to be written

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 from . import checks
 from .checks import (check_array, as_points, check_rows, check_number, check_positive, patch, row_blocks,
-                           DeccalError, DeccalTypeError)
-from .kernels import Kernel, _tiles
+                           tiles, DeccalError, DeccalTypeError)
+from .kernels import Kernel
 from .losses import Loss
 
 # %% auto #0
@@ -107,7 +107,7 @@ def loss_estimates(self:Embedding, loss:Loss) -> np.ndarray:
     if B:
         # tiles of (predictions, own atoms): the loss at each atom, (A,) values; `loss.value` keeps its
         # kernel values under the budget itself
-        rows, cols = _tiles(n, B, 16.0 * loss.n_actions)
+        rows, cols = tiles(n, B, 16.0 * loss.n_actions)
         for b0, b1 in cols:
             for i0, i1 in rows:
                 own = loss.value(self.Z[i0:i1, b0:b1].reshape(-1, d)).reshape(i1 - i0, b1 - b0, -1)
@@ -142,7 +142,7 @@ def evaluate(self:Embedding, kernel:Kernel,
         # the own atoms' part is written into the kernel block itself: no zero-filled (n, m) array and no
         # temporaries of that size, whose first touch (page faults) costs more than the kernel evaluations
         gw = self.gamma[:, None] * self.W
-        rows, cols = _tiles(n, mU, 8.0 * B)
+        rows, cols = tiles(n, mU, 8.0 * B)
         if out is None and len(rows) * len(cols) > 1: out = np.empty((n, mU))   # every entry is written below
         for j0, j1 in cols:
             Uj = U[j0:j1]
@@ -166,7 +166,7 @@ def evaluate_paired(self:Embedding, kernel:Kernel,
     n, B, d = self.Z.shape
     out = np.zeros(n)
     if self.V.shape[0]:
-        rows, cols = _tiles(n, self.V.shape[0], 8.0)
+        rows, cols = tiles(n, self.V.shape[0], 8.0)
         for k0, k1 in cols:
             for i0, i1 in rows:
                 out[i0:i1] += np.einsum('im,im->i', self.theta[i0:i1, k0:k1], kernel.gram(Y[i0:i1], self.V[k0:k1]))
@@ -196,7 +196,7 @@ def inner(self:Embedding, kernel:Kernel,
         gw = self.gamma[:, None] * self.W
         if qB:
             qgw = q.gamma[:, None] * q.W
-            rows, cols = _tiles(n, q.n, 8.0 * B * qB)   # a tile of predictions: B x qB kernel values per pair
+            rows, cols = tiles(n, q.n, 8.0 * B * qB)   # a tile of predictions: B x qB kernel values per pair
             for j0, j1 in cols:
                 qZ, qg = q.Z[j0:j1].reshape(-1, d), qgw[j0:j1]
                 for i0, i1 in rows:
@@ -211,7 +211,7 @@ def inner(self:Embedding, kernel:Kernel,
             filled = True
         if qM:
             # p's own atoms against q's shared atoms, (m, qM) weights, then through q's theta
-            rows, cols = _tiles(n, qM, 8.0 * B, 8.0 * (qM + q.n))
+            rows, cols = tiles(n, qM, 8.0 * B, 8.0 * (qM + q.n))
             for i0, i1 in rows:
                 Zi, m = self.Z[i0:i1].reshape(-1, d), i1 - i0
                 T = np.empty((m, qM))
@@ -245,8 +245,8 @@ def sq_norms(self:Embedding, kernel:Kernel) -> np.ndarray:
                 out[i0:i1] += 2 * g * np.einsum('ib,ibm,im->i', Wb, Kzv, self.theta[i0:i1])
     elif B:
         # one prediction alone exceeds the budget: its B x B Gram matrix (and B x M) in tiles
-        rows, cols = _tiles(B, B, 8.0)
-        vrows, vcols = _tiles(B, M, 8.0)
+        rows, cols = tiles(B, B, 8.0)
+        vrows, vcols = tiles(B, M, 8.0)
         for i in range(n):
             Zi, wi, s = self.Z[i], self.W[i], 0.0
             for c0, c1 in cols:

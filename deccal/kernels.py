@@ -424,16 +424,6 @@ class ExpInner(Kernel):
         with np.errstate(over='ignore'): return np.exp(_log_sq_norms(Y))
 
 # %% ../nbs/01_kernels.ipynb #cff21771
-def _tiles(n:int,                  # rows
-           m:int,                  # columns
-           bytes_per_entry:float,  # bytes of temporaries per (row, column) pair
-           bytes_per_row:float=0,  # bytes of temporaries per row, whatever the columns
-          ) -> tuple:              # (row blocks, column blocks), each [(i0, i1), ...]
-    "Blocks of rows and of columns whose tiles stay under the memory budget: all columns at once when one row fits."
-    cols = row_blocks(m, bytes_per_entry)
-    width = cols[0][1] - cols[0][0] if cols else 0
-    return row_blocks(n, bytes_per_entry * width + bytes_per_row), cols
-
 class FeatureMap(Kernel):
     "K(y, y') = <phi(y), phi(y')> for a user-given finite feature map `phi`."
     def __init__(self,

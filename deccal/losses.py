@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 from .checks import (check_array, as_points, check_positive, check_number, check_bool, check_seed,
-                           DeccalError, DeccalTypeError)
-from .kernels import Kernel, Linear, MinKernel, ExpInner, _tiles
+                           tiles, DeccalError, DeccalTypeError)
+from .kernels import Kernel, Linear, MinKernel, ExpInner
 
 # %% auto #0
 __all__ = ['Loss', 'linear_loss', 'piecewise_linear_loss', 'piecewise_linear', 'cobb_douglas_loss', 'fit_loss']
@@ -42,7 +42,7 @@ class Loss:
         out = np.empty((len(Y), self.n_actions))
         # tiles of kernel values (rows of Y by atoms) under the memory budget; atoms in blocks only when
         # one row of them alone exceeds it
-        rows, cols = _tiles(len(Y), len(self.atoms), 8.0, 8.0 * self.n_actions)
+        rows, cols = tiles(len(Y), len(self.atoms), 8.0, 8.0 * self.n_actions)
         for k0, k1 in cols:
             for i0, i1 in rows:
                 part = self.kernel.gram(Y[i0:i1], self.atoms[k0:k1]) @ self.coef[:, k0:k1].T
