@@ -1,0 +1,117 @@
+"""deccal.estimators: scikit-learn's estimator checks, conventions, and checks against independent computations."""
+import importlib, itertools, pickle, sys, warnings
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+from sklearn.linear_model import LogisticRegression, LinearRegression
+from sklearn.frozen import FrozenEstimator
+from sklearn.utils.estimator_checks import check_estimator
+import sklearn.exceptions
+import deccal
+from deccal.estimators import (DecisionCalibratedClassifier, DecisionCalibratedRegressor, project_simplex, median_heuristic,
+                               _EXPECTED_FAILED_CHECKS)
+
+
+@pytest.mark.parametrize('est', [DecisionCalibratedClassifier(cv=3), DecisionCalibratedRegressor(cv=3)], ids=lambda e: type(e).__name__)
+def test_sklearn_estimator_checks(est):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        check_estimator(est, expected_failed_checks=_EXPECTED_FAILED_CHECKS[type(est).__name__])
+
+
+def _brute_simplex(v):
+    best = None
+    for k in range(1, len(v) + 1):
+        for S in itertools.combinations(range(len(v)), k):
+            p = np.zeros(len(v)); S = list(S)
+            p[S] = v[S] - (v[S].sum() - 1) / k
+            if p.min() >= -1e-12 and (best is None or np.sum((p - v)**2) < np.sum((best - v)**2)): best = p
+    return best
+
+
+def test_project_simplex_brute_force():
+    V = np.random.default_rng(7).normal(0, 2, (100, 4))
+    np.testing.assert_allclose(project_simplex(V), np.array([_brute_simplex(v) for v in V]), atol=1e-12)
+
+
+@pytest.fixture(scope='module')
+def digits():
+    X, t = load_digits(return_X_y=True); X = X / 16
+    tr, ca, te = np.split(np.random.default_rng(0).permutation(len(t)), [500, 1000])
+    clf = LogisticRegression(C=1e4, max_iter=3000).fit(X[tr], t[tr])
+    return X, t, clf, ca, te
+
+
+def test_classifier_improves_held_out(digits):
+    X, t, clf, ca, te = digits
+    costs = np.random.default_rng(1).uniform(0, 1, (100, 4, 10))
+    def gap(V):
+        F = np.einsum('ic,kac->kia', V, costs); ch = F.argmin(2)
+        d = costs[np.arange(len(costs))[:, None], ch, t[te][None]] - np.take_along_axis(F, ch[:, :, None], 2)[:, :, 0]
+        return np.abs(d.mean(1)).mean()
+    cal = DecisionCalibratedClassifier(FrozenEstimator(clf), costs=costs[0]).fit(X[ca], t[ca])
+    assert gap(cal.predict_proba(X[te])) < 0.7 * gap(clf.predict_proba(X[te]))
+
+
+def test_predict_loss_action_explicit(digits):
+    X, t, clf, ca, te = digits
+    cal = DecisionCalibratedClassifier(FrozenEstimator(clf)).fit(X[ca], t[ca])
+    R = np.random.default_rng(2).uniform(0, 1, (3, 10))
+    # independent: the calibrator's own transform, read as explicit vectors, times the cost matrix
+    V = deccal.explicit_predictions(cal.calibrator_.transform(deccal.Embedding.from_probs(clf.predict_proba(X[te]), atol=1e-4)), deccal.Linear())
+    np.testing.assert_allclose(cal.predict_loss(X[te], R), V @ R.T, rtol=1e-12)
+    np.testing.assert_allclose(cal.predict_loss(X[te], deccal.linear_loss(R)), V @ R.T, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(cal.predict_action(X[te], R), (V @ R.T).argmin(1))
+    assert (cal.predict(X[te]) == V.argmax(1)).all()
+
+
+def test_defaults_rules(digits):
+    X, t, clf, ca, te = digits
+    R = np.random.default_rng(3).uniform(0, 1, (2, 3, 10))
+    c = DecisionCalibratedClassifier(FrozenEstimator(clf), costs=R).fit(X[ca], t[ca])
+    r1 = np.linalg.norm(R, axis=2).max()
+    assert (c.n_actions_, c.R1_, c.beta_, c.eps_) == (3, pytest.approx(r1), pytest.approx(20 * np.sqrt(10) / r1), pytest.approx(0.01 * r1))
+    c = DecisionCalibratedClassifier(FrozenEstimator(clf)).fit(X[ca], t[ca])
+    assert (c.n_actions_, c.R1_, c.beta_, c.eps_) == (10, pytest.approx(np.sqrt(10)), 20.0, pytest.approx(0.01 * np.sqrt(10)))
+
+
+def test_string_labels_and_pickle(digits):
+    X, t, clf, ca, te = digits
+    names = np.array(list('abcdefghij'))
+    c = DecisionCalibratedClassifier(cv=3).fit(X[:600], names[t[:600]])
+    assert list(c.classes_) == list('abcdefghij') and set(c.predict(X[te])) <= set(names)
+    again = pickle.loads(pickle.dumps(c))
+    np.testing.assert_array_equal(again.predict_proba(X[te]), c.predict_proba(X[te]))
+
+
+def test_bad_input(digits):
+    X, t, clf, ca, te = digits
+    D = lambda **kw: DecisionCalibratedClassifier(FrozenEstimator(clf), **kw)
+    for kw, arg in ((dict(costs=np.ones((3, 9))), 'costs'), (dict(costs=np.ones((3, 10)), n_actions=2), 'n_actions'),
+                    (dict(method='x'), 'method'), (dict(eps=0), 'eps'), (dict(validation_fraction=2), 'validation_fraction')):
+        with pytest.raises(deccal.DeccalError) as e: D(**kw).fit(X[ca], t[ca])
+        assert e.value.arg == arg
+    for E in (DecisionCalibratedClassifier, DecisionCalibratedRegressor):
+        with pytest.raises(deccal.NotFittedError): E().predict(X[:2])
+        with pytest.raises(sklearn.exceptions.NotFittedError): E().predict(X[:2])
+
+
+def test_regressor_median_heuristic_and_min_kernel():
+    rng = np.random.default_rng(0)
+    X = rng.normal(0, 1, (400, 2)); y = np.clip(0.5 + 0.2 * X[:, 0] + 0.1 * rng.normal(size=400), 0, 1)
+    r = DecisionCalibratedRegressor(cv=3).fit(X, y)
+    d2 = (y[:, None] - y[None]) ** 2
+    assert r.kernel_.gamma == pytest.approx(1 / np.median(d2[np.triu_indices(400, 1)][d2[np.triu_indices(400, 1)] > 0]))
+    np.testing.assert_array_equal(r.predict(X[:5]), r.estimator_.predict(X[:5]))
+    m = DecisionCalibratedRegressor(LinearRegression(), kernel='min', cv=3).fit(X, y)
+    loss = deccal.piecewise_linear_loss([-0.5, -0.2], [0.5, 0.8], [0.3, 0.6])
+    np.testing.assert_allclose(m.predict_loss(X[:20], loss), m.calibrated_embedding(X[:20]).loss_estimates(loss))
+    with pytest.raises(deccal.DeccalError) as e: r.predict_loss(X[:5], loss)
+    assert e.value.arg == 'loss'
+
+
+def test_import_message_without_sklearn(monkeypatch):
+    monkeypatch.setitem(sys.modules, 'sklearn', None)
+    monkeypatch.delitem(sys.modules, 'deccal.estimators', raising=False)
+    with pytest.raises(ImportError, match=r'deccal.estimators needs scikit-learn: pip install "deccal\[sklearn\]"'):
+        importlib.import_module('deccal.estimators')
