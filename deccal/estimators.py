@@ -243,11 +243,12 @@ class DecisionCalibratedRegressor(RegressorMixin, BaseEstimator):
     def __init__(self,
                  estimator=None,             # a regressor; FrozenEstimator(fitted) to use it as fitted (default: LinearRegression())
                  *,
-                 kernel=None,                # a deccal kernel or its registry name (default: RBF, gamma = 1 / median squared distance between training outcomes)
-                 n_actions:int=2,            # actions of the decision makers
-                 beta:float=10.0,            # temperature of the quantal response
-                 R1:float=1.0,               # radius of the loss class (the largest RKHS norm of a loss's r(a))
-                 eps:float=None,             # the calibrator's target (default: 0.01 R1)
+                 losses=None,                # a deccal Loss, or a list of them, of the decision makers one knows of; they set the defaults of kernel, n_actions and R1
+                 kernel=None,                # a deccal kernel or its registry name (default: the losses' kernel, else RBF with gamma = 1 / median squared distance between training outcomes)
+                 n_actions:int=None,         # actions of the decision makers (default: that of `losses`, else 2)
+                 beta:float=None,            # temperature of the quantal response (default: 10 / (R1 R2), R2 the largest ||phi(y)|| of the training outcomes)
+                 R1:float=None,              # radius of the loss class, the largest RKHS norm ||r(a)|| (default: the largest of `losses`, else 1)
+                 eps:float=None,             # the calibrator's target (default: 0.01 R1 R2)
                  method:str='dimfree',       # 'dimfree' (Algorithm 1, line-search step) or 'zhao' (regularized Zhao et al.)
                  cv=5,                       # folds for the out-of-fold predictions (unused with FrozenEstimator)
                  n_samples:int=16,           # 1-D outcomes and a predict(X, return_std=True): the Gaussian predictive as this many quantiles (0: point predictions)
@@ -259,7 +260,7 @@ class DecisionCalibratedRegressor(RegressorMixin, BaseEstimator):
                  verbose:bool=False,         # show the calibrator's progress on stderr
                 ):
         "Store the parameters as given (scikit-learn's convention); `fit` checks them."
-        self.estimator, self.kernel, self.n_actions, self.beta, self.R1, self.eps = estimator, kernel, n_actions, beta, R1, eps
+        self.estimator, self.losses, self.kernel, self.n_actions, self.beta, self.R1, self.eps = estimator, losses, kernel, n_actions, beta, R1, eps
         self.method, self.cv, self.n_samples, self.max_rounds, self.early_stopping = method, cv, n_samples, max_rounds, early_stopping
         self.validation_fraction, self.n_iter_no_change, self.random_state, self.verbose = validation_fraction, n_iter_no_change, random_state, verbose
 
@@ -283,11 +284,41 @@ def median_heuristic(Y, # (n, d) outcomes (or (n,))
     d2 = d2[d2 > 0]
     return 1.0 / float(np.median(d2)) if len(d2) else 1.0
 
-def _check_kernel(kernel, Y) -> Kernel:
-    if kernel is None: return RBF(median_heuristic(Y))
-    if isinstance(kernel, str): return make_kernel(kernel)
-    if not isinstance(kernel, Kernel): raise DeccalTypeError('kernel', f"expected a deccal kernel, its name or None, got {kernel!r}")
-    return kernel
+def _check_losses(losses) -> list:
+    "The known decision makers' losses as a list of deccal Losses in one kernel, with one number of actions (empty for None)."
+    if losses is None: return []
+    ls = [losses] if isinstance(losses, Loss) else list(losses) if isinstance(losses, (list, tuple)) else None
+    if not ls or not all(isinstance(l, Loss) for l in ls):
+        raise DeccalTypeError('losses', f"expected a deccal Loss or a non-empty list of them, got {losses!r}")
+    if any(l.kernel != ls[0].kernel for l in ls): raise DeccalError('losses', "are in different kernels: decision calibration is for one kernel's loss class")
+    if any(l.n_actions != ls[0].n_actions for l in ls): raise DeccalError('losses', f"have different numbers of actions {sorted({l.n_actions for l in ls})}: give losses with one number of actions")
+    return ls
+
+def _check_kernel(kernel, Y, losses:list) -> Kernel:
+    "The kernel: as given (an object or a registry name), else the losses', else RBF with the median heuristic on Y."
+    if kernel is None: k = losses[0].kernel if losses else RBF(median_heuristic(Y))
+    elif isinstance(kernel, str): k = make_kernel(kernel)
+    elif isinstance(kernel, Kernel): k = kernel
+    else: raise DeccalTypeError('kernel', f"expected a deccal kernel, its name or None, got {kernel!r}")
+    if losses and losses[0].kernel != k: raise DeccalError('kernel', f"{k!r} differs from the kernel of the losses, {losses[0].kernel!r}")
+    return k
+
+def _regressor_defaults(losses:list, Y, kernel:Kernel, n_actions, beta, R1, eps) -> tuple:
+    "The rules: A and R1 from `losses` (else 2 and 1); R2 = max ||phi(y_i)||; beta = 10 / (R1 R2); eps = 0.01 R1 R2."
+    if losses:
+        A = losses[0].n_actions
+        if n_actions is not None and check_int(n_actions, 'n_actions', 1) != A:
+            raise DeccalError('n_actions', f"{n_actions} disagrees with losses, which have {A} actions")
+        R1_ = max(float(l.norms().max()) for l in losses) if R1 is None else check_positive(R1, 'R1')
+        if R1_ <= 0: raise DeccalError('losses', "are all zero: there is nothing to calibrate for")
+    else:
+        A = 2 if n_actions is None else check_int(n_actions, 'n_actions', 1)
+        R1_ = 1.0 if R1 is None else check_positive(R1, 'R1')
+    R2 = float(np.sqrt(kernel.diag(Y).max()))
+    if not R2 > 0: raise DeccalError('y', f"every outcome has ||phi(y)|| = 0 in {kernel!r}: no loss of its class can tell them apart")
+    beta_ = 10.0 / (R1_ * R2) if beta is None else check_positive(beta, 'beta')
+    eps_ = 0.01 * R1_ * R2 if eps is None else check_positive(eps, 'eps')
+    return A, R1_, float(beta_), float(eps_), R2
 
 def _takes_std(est) -> bool:
     "Whether est.predict accepts return_std (GaussianProcessRegressor, BayesianRidge, ARDRegression)."
@@ -323,11 +354,12 @@ def fit(self:DecisionCalibratedRegressor,
     Xv, y = validate_data(self, X, y, accept_sparse=['csr', 'csc'], dtype=None, ensure_all_finite=False, multi_output=True, y_numeric=True)
     Xb = X if hasattr(X, 'iloc') else Xv
     Y = as_points(y, 'y')
-    kernel = _check_kernel(self.kernel, Y)
+    losses = _check_losses(self.losses)
+    kernel = _check_kernel(self.kernel, Y, losses)
     Y = kernel.check(Y, 'y')
+    if losses and losses[0].dim != Y.shape[1]: raise DeccalError('losses', f"are on R^{losses[0].dim} but the outcomes y are in R^{Y.shape[1]}")
     n_samples = check_int(self.n_samples, 'n_samples', 0)
-    A, beta, R1 = check_int(self.n_actions, 'n_actions', 1), check_positive(self.beta, 'beta'), check_positive(self.R1, 'R1')
-    eps = 0.01 * R1 if self.eps is None else check_positive(self.eps, 'eps')
+    A, R1, beta, eps, R2 = _regressor_defaults(losses, Y, kernel, self.n_actions, self.beta, self.R1, self.eps)
     cal = _calibrator(method, kernel, **_cal_options(self, A, beta, R1, eps, _seed(self.random_state)))
     cal._validate_params()
     if sample_weight is not None:
@@ -345,7 +377,7 @@ def fit(self:DecisionCalibratedRegressor,
         if len(parts) != len(Y): raise DeccalError('cv', f"the folds predict {len(parts)} of the {len(Y)} points; every point needs an out-of-fold prediction")
         Z = np.stack([parts[i] for i in range(len(Y))])
         self.estimator_ = clone(est).fit(Xb, y, **params)
-    self.kernel_, self.n_actions_, self.R1_, self.beta_, self.eps_ = kernel, A, R1, beta, eps
+    self.kernel_, self.n_actions_, self.R1_, self.beta_, self.eps_, self.R2_ = kernel, A, R1, beta, eps, R2
     self.calibrator_ = cal.fit(_embed(Z), Y)
     return self
 

@@ -115,3 +115,29 @@ def test_import_message_without_sklearn(monkeypatch):
     monkeypatch.delitem(sys.modules, 'deccal.estimators', raising=False)
     with pytest.raises(ImportError, match=r'deccal.estimators needs scikit-learn: pip install "deccal\[sklearn\]"'):
         importlib.import_module('deccal.estimators')
+
+
+def test_regressor_defaults_from_losses():
+    rng = np.random.default_rng(1)
+    X = rng.normal(0, 1, (300, 2)); y = np.clip(0.4 + 0.2 * X[:, 0] + 0.1 * rng.normal(size=300), 0, 1)
+    known = [deccal.piecewise_linear_loss(rng.uniform(-1, 0, 3), rng.uniform(0, 1, 3), rng.uniform(.1, .9, 3)) for _ in range(4)]
+    r = DecisionCalibratedRegressor(LinearRegression(), losses=known, cv=3).fit(X, y)
+    r1 = max(np.sqrt(np.diag(l.inner())).max() for l in known)    # ||r(a)|| from the Gram matrix of the losses, not Loss.norms
+    assert r.kernel_ == deccal.MinKernel() and r.n_actions_ == 3
+    assert r.R1_ == pytest.approx(r1, rel=1e-10) and r.R2_ == pytest.approx(np.sqrt(y.max()), rel=1e-12)
+    assert r.beta_ == pytest.approx(10 / (r1 * np.sqrt(y.max()))) and r.eps_ == pytest.approx(0.01 * r1 * np.sqrt(y.max()))
+    for kw, arg in ((dict(losses=known, n_actions=2), 'n_actions'), (dict(losses=known, kernel='rbf'), 'kernel'),
+                    (dict(losses=[known[0], deccal.linear_loss(np.ones((3, 1)))]), 'losses'), (dict(losses=[]), 'losses')):
+        with pytest.raises((deccal.DeccalError, deccal.DeccalTypeError)) as e: DecisionCalibratedRegressor(**kw).fit(X, y)
+        assert e.value.arg == arg
+
+
+def test_dataframe_and_categorical_labels(digits):
+    pd = pytest.importorskip('pandas')
+    X, t, clf, ca, te = digits
+    df = pd.DataFrame(X, columns=[f'p{i}' for i in range(64)])
+    y = pd.Series(pd.Categorical(np.array(list('abcdefghij'))[t]))
+    c = DecisionCalibratedClassifier(FrozenEstimator(LogisticRegression(max_iter=3000).fit(df.iloc[:500], y.iloc[:500]))).fit(df.iloc[ca], y.iloc[ca])
+    assert list(c.classes_) == list('abcdefghij') and list(c.feature_names_in_) == list(df.columns)
+    assert c.predict_proba(df.iloc[te]).shape == (len(te), 10) and set(c.predict(df.iloc[te])) <= set('abcdefghij')
+    with pytest.raises(ValueError, match='feature names'): c.predict(df.iloc[te, ::-1])
