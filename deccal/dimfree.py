@@ -8,7 +8,7 @@ import copy, inspect, os, time
 import numpy as np
 import scipy.linalg
 from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positive, check_number, check_int, check_seed,
-                           check_bool, check_choice, check_rows, row_blocks, check_output_path, atomic_write, Progress, patch)
+                           check_bool, check_choice, check_rows, check_array, row_blocks, check_output_path, atomic_write, Progress, patch)
 from .kernels import Kernel, kernel_spec, make_kernel
 from .embedding import Embedding
 from .losses import Loss
@@ -275,11 +275,27 @@ def _pointwise_square_loss(st:_State, py, hy, kyy) -> np.ndarray:
     "||p(x_i) - phi(y_i)||^2 per point: ||p_i||^2 - 2 <p_i, phi(y_i)> + K(y_i, y_i), from the carried state (py = p0(x_i)(y_i), hy = <v_s, phi(y_i)>)."
     return st.sq_norms() - 2 * (st.gamma * py + np.einsum('im,im->i', st.theta, hy)) + kyy
 
+def _check_sample_weight(sample_weight, n:int) -> np.ndarray:
+    "Sample weights for fit: (n,) finite, non-negative, not all zero (equal weights for None)."
+    if sample_weight is None: return np.ones(n)
+    w = check_array(sample_weight, 'sample_weight', ndim=1)
+    check_rows(n, w, 'sample_weight', 'pred')
+    if (w < 0).any(): raise DeccalError('sample_weight', f"has negative entries (the smallest is {w.min():g}); weights must be >= 0")
+    if not w.sum() > 0: raise DeccalError('sample_weight', "all weights are 0")
+    return w
+
+def _weighted_se(g, w) -> float:
+    "Standard error of the (weighted) mean of g: the weights' effective sample size (sum w)^2 / sum w^2 in place of n."
+    if w is None: return float(g.std(ddof=1) / np.sqrt(len(g))) if len(g) > 1 else float('inf')
+    w = w / w.sum(); m = w @ g; n_eff = 1.0 / np.sum(w**2)
+    return float(np.sqrt(w @ (g - m)**2 / (n_eff - 1))) if n_eff > 1 else float('inf')
+
 @patch
 def fit(self:DimFreeDeCal,
          pred:Embedding,     # base predictions p0(x_i) on the calibration sample
          Y,                  # (n, d) outcomes
          holdout:tuple=None, # optional (pred_holdout, Y_holdout): re-measure each round there, and (early_stopping) stop on it
+         sample_weight=None, # optional (n,) non-negative weights: calibrate for the weighted sample (default: equal weights)
         ):
     """Learn the patches from a calibration sample; returns self. With `early_stopping`, held-out data (`holdout`, or else a
     `validation_fraction` of the sample, which the patches then never see) decide when to stop and which round to keep."""
@@ -292,6 +308,8 @@ def fit(self:DimFreeDeCal,
     pred._check_kernel(k_)
     n, A = pred.n, p['n_actions']
     if holdout is not None: holdout = _check_holdout(holdout, k_, pred.dim)
+    sw = _check_sample_weight(sample_weight, n)
+    hw = None                                          # the held-out part's weights (None: equal)
     s0, kyy = pred.sq_norms(k_), k_.diag(Y)
     y_max = float(np.sqrt(max(kyy.max(), 0)))          # the largest ||phi(y)|| on the sample
     if p['R2'] is not None and p['R2'] < y_max * (1 - 1e-9):
@@ -307,6 +325,10 @@ def fit(self:DimFreeDeCal,
         perm = np.random.default_rng([p['seed'], 1]).permutation(n)
         iv, it = np.sort(perm[:nv]), np.sort(perm[nv:])
         holdout = (pred[iv], Y[iv])
+        if sample_weight is not None:
+            hw, sw = sw[iv], sw[it]
+            for part, ww in (('validation', hw), ('fitting', sw)):
+                if not ww.sum() > 0: raise DeccalError('sample_weight', f"the {part} part of the sample has total weight 0; pass holdout=(pred, Y) or early_stopping=False")
         pred, Y, s0, kyy, n = pred[it], Y[it], s0[it], kyy[it], len(it)
     bound = self._round_bound(R2, p)
     bound = int(np.ceil(bound)) if bound < 2.0**62 else float('inf')
@@ -317,13 +339,16 @@ def fit(self:DimFreeDeCal,
         if max_rounds < 1: raise DeccalError('max_rounds', "sample='split' needs max_rounds >= 1")
         parts = np.array_split(np.random.default_rng(p['seed']).permutation(n), max_rounds)
         if min(len(q) for q in parts) < 2: raise DeccalError('max_rounds', f"{max_rounds} parts of a sample of {n} leave fewer than 2 points per round")
+        if min(sw[q].sum() for q in parts) <= 0: raise DeccalError('sample_weight', "a round's part of the sample has total weight 0 (sample='split')")
     basis, captured = _make_basis(k_, pred, Y, p['exact_max'], p['trace_tol'], p['max_rank'])
     K = basis.K
     to_u, _ = _whiten(K, p['trace_tol'], p['max_rank'])
     st = _State(basis.h(pred), s0)
     hy = basis.h_outcomes(Y)                               # <v_s, phi(y_i)>
     py = pred.evaluate_paired(k_, Y)                       # p0(x_i)(y_i)
-    base_sq = float(np.mean(_pointwise_square_loss(st, py, hy, kyy)))   # the base predictor's square loss, before the projection
+    wmean = lambda v, ww: float(np.mean(v)) if ww is None else float(ww @ v / ww.sum())   # a mean, weighted if weights were given
+    if sample_weight is None: sw = None
+    base_sq = wmean(_pointwise_square_loss(st, py, hy, kyy), sw)   # the base predictor's square loss, before the projection
     st.project(R2)
     if holdout is not None:
         ph, Yh = holdout
@@ -335,17 +360,17 @@ def fit(self:DimFreeDeCal,
     stop = "max_rounds"
     pb = Progress(1.0, type(self).__name__, enabled=p['verbose'], count=False)
     for t in range(max_rounds + 1):
-        sq_loss = float(np.mean(_pointwise_square_loss(st, py, hy, kyy)))
+        sq_loss = wmean(_pointwise_square_loss(st, py, hy, kyy), sw)
         rec = dict(round=t, square_loss=sq_loss)
         if holdout is not None:
-            held_losses.append(float(np.mean(_pointwise_square_loss(hold, hold_py, hold_y, hold_kyy))))
+            held_losses.append(wmean(_pointwise_square_loss(hold, hold_py, hold_y, hold_kyy), hw))
             rec.update(holdout_square_loss=held_losses[-1])
         if p['early_stopping'] and t - int(np.argmin(held_losses)) >= p['n_iter_no_change']:
             stop = "early_stopping"
         if t == max_rounds or stop == "early_stopping":
             rec.update(audit_value=None); history.append(rec); break
         rows, m_t = (parts[t], len(parts[t])) if p['sample'] == "split" else (slice(None), n)   # the rows this round's audit sees
-        w = np.full(m_t, 1.0 / m_t)
+        w = np.full(m_t, 1.0 / m_t) if sw is None else sw[rows] / sw[rows].sum()   # the audited rows' weights, summing to 1
         # whitened coordinates of the predictions (S) and of the residuals (T) on the audited rows
         Pv = st.inner_v()
         S, T = Pv[rows] @ to_u.T, (hy[rows] - Pv[rows]) @ to_u.T
@@ -361,7 +386,7 @@ def fit(self:DimFreeDeCal,
             unit = _unit(g, Gn, p['R1']) @ to_u
             kh = quantal_response(hold.estimates(C), p['beta'])
             gh = np.einsum('ia,ia->i', kh, hold_y @ unit.T - hold.estimates(unit))
-            rec.update(holdout_value=float(gh.mean()), holdout_se=float(gh.std(ddof=1) / np.sqrt(len(gh))) if len(gh) > 1 else float('inf'))
+            rec.update(holdout_value=wmean(gh, hw), holdout_se=_weighted_se(gh, hw))
         history.append(rec)
         pb.update(_progress_fraction(value, history[0]['audit_value'], target, t, max_rounds),
                   f"round {t}/{max_rounds}  audit value {value:.4g} (stop at {target:.4g})  square loss {sq_loss:.5g}"

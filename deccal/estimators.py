@@ -69,8 +69,6 @@ def _fit_params(est, sample_weight) -> dict:
     warnings.warn(f"{type(est).__name__}.fit does not accept sample_weight: the weights are ignored", UserWarning)
     return {}
 
-_CAL_WARNING = "sample_weight: the decision calibration step does not use sample weights (only the base estimator's fit does)"
-
 # %% ../nbs/85_estimators.ipynb #d733b42b
 class DecisionCalibratedClassifier(ClassifierMixin, BaseEstimator):
     "A classifier's probabilities, decision calibrated for cost-matrix decision makers (DimFreeDeCal with the linear kernel on one-hot labels)."
@@ -126,7 +124,7 @@ def _defaults(C:int, costs, n_actions, beta, R1, eps) -> tuple:
 def fit(self:DecisionCalibratedClassifier,
         X,                  # (n, n_features) features (an array, a sparse matrix or a DataFrame)
         y,                  # (n,) labels of any type
-        sample_weight=None, # (n,) weights, passed to the base estimator's fit if it accepts them; the calibration step does not use them (a warning)
+        sample_weight=None, # (n,) non-negative weights, for the base estimator's fit (if it accepts them) and for the calibrator's
        ) -> DecisionCalibratedClassifier:
     "Fit the base estimator on cross-validation folds (or use it as fitted if frozen) and the calibrator on its out-of-fold probabilities; returns self."
     method = check_choice(self.method, 'method', ('dimfree', 'zhao'))
@@ -144,9 +142,7 @@ def fit(self:DecisionCalibratedClassifier,
     costs, A, R1, beta, eps = _defaults(C, self.costs, self.n_actions, self.beta, self.R1, self.eps)
     cal = _calibrator(method, Linear(), **_cal_options(self, A, beta, R1, eps, _seed(self.random_state)))
     cal._validate_params()                              # every option checked before the base estimator's fits
-    if sample_weight is not None:
-        sample_weight = _check_sample_weight(sample_weight, Xv)
-        warnings.warn(_CAL_WARNING, UserWarning)
+    if sample_weight is not None: sample_weight = _check_sample_weight(sample_weight, Xv, ensure_non_negative=True)
     if frozen:
         self.estimator_, P = est, est.predict_proba(Xb)
     else:
@@ -156,7 +152,7 @@ def fit(self:DecisionCalibratedClassifier,
     self.classes_, self.n_actions_, self.R1_, self.beta_, self.eps_ = classes, A, R1, beta, eps
     order = np.argsort(classes, kind='stable')
     Y = np.eye(C)[order[np.searchsorted(classes[order], y)]]   # one-hot outcomes, columns in the order of classes_
-    self.calibrator_ = cal.fit(Embedding.from_probs(P, atol=1e-4), Y)
+    self.calibrator_ = cal.fit(Embedding.from_probs(P, atol=1e-4), Y, sample_weight=sample_weight)
     return self
 
 # %% ../nbs/85_estimators.ipynb #3e5903e5
@@ -344,7 +340,7 @@ def _embed(Z) -> Embedding: return Embedding.from_samples(Z)
 def fit(self:DecisionCalibratedRegressor,
         X,                  # (n, n_features) features
         y,                  # (n,) or (n, d) outcomes
-        sample_weight=None, # (n,) weights, passed to the base estimator's fit if it accepts them; the calibration step does not use them (a warning)
+        sample_weight=None, # (n,) non-negative weights, for the base estimator's fit (if it accepts them) and for the calibrator's
        ) -> DecisionCalibratedRegressor:
     "Fit the base estimator on cross-validation folds (or use it as fitted if frozen) and the calibrator on its out-of-fold predictions; returns self."
     from sklearn.utils import _safe_indexing
@@ -362,9 +358,7 @@ def fit(self:DecisionCalibratedRegressor,
     A, R1, beta, eps, R2 = _regressor_defaults(losses, Y, kernel, self.n_actions, self.beta, self.R1, self.eps)
     cal = _calibrator(method, kernel, **_cal_options(self, A, beta, R1, eps, _seed(self.random_state)))
     cal._validate_params()
-    if sample_weight is not None:
-        sample_weight = _check_sample_weight(sample_weight, Xv)
-        warnings.warn(_CAL_WARNING, UserWarning)
+    if sample_weight is not None: sample_weight = _check_sample_weight(sample_weight, Xv, ensure_non_negative=True)
     d = Y.shape[1]
     if _is_frozen(est):
         self.estimator_, Z = est, _base_predictions(est, Xb, kernel, d, n_samples)
@@ -378,7 +372,7 @@ def fit(self:DecisionCalibratedRegressor,
         Z = np.stack([parts[i] for i in range(len(Y))])
         self.estimator_ = clone(est).fit(Xb, y, **params)
     self.kernel_, self.n_actions_, self.R1_, self.beta_, self.eps_, self.R2_ = kernel, A, R1, beta, eps, R2
-    self.calibrator_ = cal.fit(_embed(Z), Y)
+    self.calibrator_ = cal.fit(_embed(Z), Y, sample_weight=sample_weight)
     return self
 
 # %% ../nbs/85_estimators.ipynb #bfec46a5
@@ -419,10 +413,12 @@ def predict(self:DecisionCalibratedRegressor,
     return self.estimator_.predict(_check_X(self, X))
 
 # %% ../nbs/85_estimators.ipynb #d844db03
+_WEIGHTS_NOT_REPEATS = ("weights are used, but a weight of 2 is not a repeated row to 1e-7: the cross-validation folds and the calibrator's "
+                        "validation part may split a repeated row's copies, and the auditor's search starts at random points")
 _EXPECTED_FAILED_CHECKS = {
     'DecisionCalibratedClassifier': {
-        'check_sample_weight_equivalence_on_dense_data': "the calibration step does not use sample weights (documented; fit warns)",
-        'check_sample_weight_equivalence_on_sparse_data': "the calibration step does not use sample weights (documented; fit warns)",
+        'check_sample_weight_equivalence_on_dense_data': _WEIGHTS_NOT_REPEATS,
+        'check_sample_weight_equivalence_on_sparse_data': _WEIGHTS_NOT_REPEATS,
     },
     'DecisionCalibratedRegressor': {},
 }

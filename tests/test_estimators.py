@@ -141,3 +141,13 @@ def test_dataframe_and_categorical_labels(digits):
     assert list(c.classes_) == list('abcdefghij') and list(c.feature_names_in_) == list(df.columns)
     assert c.predict_proba(df.iloc[te]).shape == (len(te), 10) and set(c.predict(df.iloc[te])) <= set('abcdefghij')
     with pytest.raises(ValueError, match='feature names'): c.predict(df.iloc[te, ::-1])
+
+
+def test_sample_weight_reaches_the_calibrator(digits):
+    X, t, clf, ca, te = digits
+    w = np.random.default_rng(5).uniform(0, 2, len(ca))
+    c = DecisionCalibratedClassifier(FrozenEstimator(clf)).fit(X[ca], t[ca], sample_weight=w)
+    emb = lambda Z: deccal.Embedding.from_probs(clf.predict_proba(Z), atol=1e-4)
+    hand = deccal.DimFreeDeCal(deccal.Linear(), step='line-search', n_actions=c.n_actions_, beta=c.beta_, R1=c.R1_, eps=c.eps_,
+                               max_rounds=50, seed=0).fit(emb(X[ca]), np.eye(10)[t[ca]], sample_weight=w)
+    np.testing.assert_array_equal(c.calibrated_vectors(X[te]), deccal.explicit_predictions(hand.transform(emb(X[te])), deccal.Linear()))
