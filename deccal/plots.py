@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from .losses import Loss
 from .embedding import Embedding
-from .checks import check_int, DeccalError
+from .checks import check_int, DeccalError, patch
 from .decisions import decision_rule, _check_pair
 
 # %% auto #0
@@ -51,6 +51,33 @@ def reliability_bins(pred:Embedding,   # predictions p(x_i)
     return ReliabilityBins(*out)
 
 # %% ../nbs/80_plots.ipynb #969c6ff7
+@patch
+def plot(self:ReliabilityBins,
+         axes=None,         # matplotlib axes, one per action; new ones by default
+         label:str=None,    # legend label of this predictor
+         color=None,        # its colour
+         **kwargs,          # more keyword arguments for matplotlib's `errorbar`
+        ) -> tuple:         # (axes, the errorbar containers, one per action)
+    "Draw the bins: predicted against realized loss per action, with 2-standard-error bars and the diagonal."
+    import matplotlib.pyplot as plt
+    A = self.predicted.shape[0]
+    if axes is None: _, axes = plt.subplots(1, A, figsize=(2.6 * A, 2.6), squeeze=False); axes = axes[0]
+    axes = list(np.ravel(axes)) if not hasattr(axes, 'plot') else [axes]
+    if len(axes) != A: raise DeccalError('axes', f"{len(axes)} given for {A} actions")
+    bars = []
+    for a, ax in enumerate(axes):
+        ok = self.weight[a] > 0
+        bars.append(ax.errorbar(self.predicted[a, ok], self.realized[a, ok], yerr=2 * self.se[a, ok],
+                                **{**dict(marker='o', ms=3, capsize=2, lw=1, color=color, label=label), **kwargs}))
+        lo = np.nanmin([ax.get_xlim()[0], ax.get_ylim()[0]]); hi = np.nanmax([ax.get_xlim()[1], ax.get_ylim()[1]])
+        ax.plot([lo, hi], [lo, hi], color='grey', lw=0.6, ls=':')
+        ax.set_title(f"action {a} (weight {self.weight[a].sum():.2f})", fontsize=8)
+        ax.set_xlabel('predicted loss', fontsize=8)
+        if a == 0: ax.set_ylabel('realized loss', fontsize=8)
+        ax.tick_params(labelsize=7)
+    if label is not None: axes[0].legend(fontsize=7)
+    return axes, bars
+
 def reliability_diagram(pred:Embedding, Y, loss:Loss, rule_loss:Loss, beta:float=None,
                         bins:int=6,        # bins per action
                         axes=None,         # A matplotlib axes (one per action); new ones by default
@@ -58,20 +85,4 @@ def reliability_diagram(pred:Embedding, Y, loss:Loss, rule_loss:Loss, beta:float
                         color=None,        # its colour
                        ):
     "Plot predicted against realized loss per action, with 2-standard-error bars; returns the axes."
-    import matplotlib.pyplot as plt
-    rb = reliability_bins(pred, Y, loss, rule_loss, beta, bins)
-    A = rb.predicted.shape[0]
-    if axes is None: _, axes = plt.subplots(1, A, figsize=(2.6 * A, 2.6), squeeze=False); axes = axes[0]
-    if len(axes) != A: raise DeccalError('axes', f"{len(axes)} given for {A} actions")
-    for a, ax in enumerate(axes):
-        ok = rb.weight[a] > 0
-        ax.errorbar(rb.predicted[a, ok], rb.realized[a, ok], yerr=2 * rb.se[a, ok], marker='o', ms=3, capsize=2,
-                    lw=1, color=color, label=label)
-        lo = np.nanmin([ax.get_xlim()[0], ax.get_ylim()[0]]); hi = np.nanmax([ax.get_xlim()[1], ax.get_ylim()[1]])
-        ax.plot([lo, hi], [lo, hi], color='grey', lw=0.6, ls=':')
-        ax.set_title(f"action {a} (weight {rb.weight[a].sum():.2f})", fontsize=8)
-        ax.set_xlabel('predicted loss', fontsize=8)
-        if a == 0: ax.set_ylabel('realized loss', fontsize=8)
-        ax.tick_params(labelsize=7)
-    if label is not None: axes[0].legend(fontsize=7)
-    return axes
+    return reliability_bins(pred, Y, loss, rule_loss, beta, bins).plot(axes, label, color)[0]

@@ -151,3 +151,11 @@ def test_sample_weight_reaches_the_calibrator(digits):
     hand = deccal.DimFreeDeCal(deccal.Linear(), step='line-search', n_actions=c.n_actions_, beta=c.beta_, R1=c.R1_, eps=c.eps_,
                                max_rounds=50, seed=0).fit(emb(X[ca]), np.eye(10)[t[ca]], sample_weight=w)
     np.testing.assert_array_equal(c.calibrated_vectors(X[te]), deccal.explicit_predictions(hand.transform(emb(X[te])), deccal.Linear()))
+
+
+def test_joblib_round_trip(digits, tmp_path):
+    joblib = pytest.importorskip('joblib')
+    X, t, clf, ca, te = digits
+    c = DecisionCalibratedClassifier(FrozenEstimator(clf)).fit(X[ca], t[ca])
+    joblib.dump(c, tmp_path / 'c.joblib')
+    np.testing.assert_array_equal(joblib.load(tmp_path / 'c.joblib').predict_proba(X[te]), c.predict_proba(X[te]))

@@ -1,0 +1,95 @@
+"""deccal.metrics: the score against the paper's definition and by hand, weights, labels, the scorer, and the display's data."""
+import numpy as np
+import pytest
+import matplotlib
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt
+import deccal
+from deccal.metrics import decision_calibration_score, decision_calibration_gaps, DecisionReliabilityDisplay
+
+
+@pytest.fixture(scope='module')
+def sample():
+    rng = np.random.default_rng(3)
+    P = rng.dirichlet(np.ones(3) * 0.7, 250)
+    y = np.array([rng.choice(3, p=np.sqrt(p) / np.sqrt(p).sum()) for p in P])     # underconfident on purpose
+    return P, y, rng.uniform(0, 1, (6, 4, 3))
+
+
+@pytest.mark.parametrize('beta', [None, 3.0])
+def test_equals_the_papers_error_of_the_pair(sample, beta):
+    P, y, R = sample
+    paper = [deccal.decision_calibration_error(deccal.Embedding.from_probs(P), np.eye(3)[y], deccal.linear_loss(r), deccal.linear_loss(r), beta)
+             for r in R]
+    np.testing.assert_allclose(decision_calibration_gaps(y, P, costs=R, beta=beta), paper, rtol=1e-10, atol=1e-14)
+    assert decision_calibration_score(y, P, costs=R, beta=beta) == pytest.approx(np.mean(paper), rel=1e-10)
+    assert decision_calibration_score(y, P, costs=R, beta=beta, aggregate='max') == pytest.approx(np.max(paper), rel=1e-10)
+
+
+def test_brute_force_loop(sample):
+    "An explicit loop over samples and decision makers, with the best response's lowest-index tie rule."
+    P, y, R = sample
+    P = np.round(P, 1)                                   # ties between actions happen
+    ref = []
+    for r in R:
+        tot = 0.0
+        for p, c in zip(P, y):
+            f = [sum(r[a, j] * p[j] for j in range(3)) for a in range(4)]
+            a = min(range(4), key=lambda i: (f[i], i))
+            tot += r[a, c] - f[a]
+        ref.append(abs(tot / len(P)))
+    np.testing.assert_allclose(decision_calibration_gaps(y, P, costs=R), ref, rtol=1e-10, atol=1e-14)
+
+
+def test_weights_labels_binary(sample):
+    P, y, R = sample
+    w = np.random.default_rng(0).integers(0, 3, len(y))
+    assert decision_calibration_score(y, P, costs=R, sample_weight=w) == pytest.approx(
+        decision_calibration_score(np.repeat(y, w), np.repeat(P, w, 0), costs=R), rel=1e-12)
+    names = np.array(['c', 'a', 'b'])                     # string labels, columns given in a non-sorted order
+    assert decision_calibration_score(names[y], P, costs=R, labels=names) == pytest.approx(decision_calibration_score(y, P, costs=R), rel=1e-12)
+    p = P[:, 1] / P[:, :2].sum(1); yb = (y == 1).astype(int)
+    assert decision_calibration_score(yb, p, costs=R[:, :, :2]) == decision_calibration_score(yb, np.column_stack([1 - p, p]), costs=R[:, :, :2])
+
+
+def test_bad_input_names_the_argument(sample):
+    P, y, R = sample
+    for kw, arg in ((dict(y_prob=P[:, :2]), 'y_prob'), (dict(y_prob=P[:5]), 'y_prob'), (dict(costs=R[:, :, :2]), 'costs'),
+                    (dict(labels=[0, 1, 7]), 'y_true'), (dict(beta=-1.0), 'beta'), (dict(aggregate='sum'), 'aggregate'),
+                    (dict(sample_weight=np.zeros(len(y))), 'sample_weight'), (dict(n_costs=0), 'n_costs')):
+        args = {'y_true': y, 'y_prob': P, **kw}
+        with pytest.raises(deccal.DeccalError) as e: decision_calibration_score(args.pop('y_true'), args.pop('y_prob'), **args)
+        assert e.value.arg == arg
+
+
+def test_scorer_in_grid_search():
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import make_scorer
+    from sklearn.model_selection import GridSearchCV
+    X, t = load_digits(return_X_y=True); X = X[:600] / 16; t = t[:600]
+    sc = make_scorer(decision_calibration_score, greater_is_better=False, response_method='predict_proba', labels=np.arange(10))
+    gs = GridSearchCV(LogisticRegression(max_iter=2000), {'C': [0.1, 10.0]}, scoring=sc, cv=2).fit(X, t)
+    m = gs.best_estimator_
+    assert sc(m, X, t) == pytest.approx(-decision_calibration_score(t, m.predict_proba(X)), rel=1e-12)
+
+
+def test_display_data_and_axes(sample):
+    P, y, R = sample
+    d = DecisionReliabilityDisplay.from_predictions(y, P, costs=R[0], bins=3, name='p')
+    ref = deccal.reliability_bins(deccal.Embedding.from_probs(P), np.eye(3)[y], deccal.linear_loss(R[0]), deccal.linear_loss(R[0]), None, 3)
+    np.testing.assert_allclose(d.bins.realized, ref.realized, rtol=1e-10)
+    assert len(d.axes_) == 4 and len(d.lines_) == 4 and d.figure_ is d.axes_[0].figure
+    again = DecisionReliabilityDisplay(d.bins, estimator_name='q').plot(axes=d.axes_)
+    assert again.figure_ is d.figure_
+    with pytest.raises(deccal.DeccalError) as e: DecisionReliabilityDisplay(d.bins).plot(axes=d.axes_[:3])
+    assert e.value.arg == 'axes'
+    plt.close('all')
+
+
+def test_no_sklearn_needed(monkeypatch):
+    import importlib, sys
+    monkeypatch.setitem(sys.modules, 'sklearn', None)
+    monkeypatch.delitem(sys.modules, 'deccal.metrics', raising=False)
+    m = importlib.import_module('deccal.metrics')
+    assert m.decision_calibration_score([0, 1], [[0.8, 0.2], [0.3, 0.7]], costs=np.eye(2)) >= 0
