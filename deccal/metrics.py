@@ -5,7 +5,8 @@
 # %% ../nbs/86_metrics.ipynb #8277cdf7
 from __future__ import annotations
 import numpy as np
-from .checks import DeccalError, DeccalTypeError, check_array, check_int, check_positive, check_choice, check_seed, check_rows, patch
+from .checks import DeccalError, DeccalTypeError, check_array, check_int, check_positive, check_choice, check_seed, check_rows, row_blocks, patch
+from . import checks
 from .losses import Loss, linear_loss
 from .embedding import Embedding
 from .decisions import decision_rule
@@ -20,18 +21,21 @@ def _classes_and_probs(y_true, y_prob, labels=None) -> tuple:
     y = np.asarray(y_true)
     if y.ndim != 1: raise DeccalError('y_true', f"expected a 1-d array of labels, got shape {y.shape}")
     if len(y) == 0: raise DeccalError('y_true', "is empty: a score needs at least one sample")
+    if y.dtype.kind in 'fc' and not np.isfinite(y).all(): raise DeccalError('y_true', "contains NaN or infinite labels")
     P = check_array(y_prob, 'y_prob', ndim=(1, 2))
     if P.ndim == 1: P = np.column_stack([1 - P, P])
     check_rows(len(y), P, 'y_prob', 'y_true')
-    classes = np.unique(y) if labels is None else np.asarray(labels)
-    if labels is not None and (classes.ndim != 1 or len(np.unique(classes)) != len(classes)):
-        raise DeccalError('labels', "must be a 1-d array of distinct labels")
+    try:
+        classes = np.unique(y) if labels is None else np.asarray(labels)
+        if labels is not None and (classes.ndim != 1 or len(np.unique(classes)) != len(classes)):
+            raise DeccalError('labels', "must be a 1-d array of distinct labels")
+    except TypeError as e: raise DeccalTypeError('labels' if labels is not None else 'y_true', f"labels that cannot be sorted together ({e})") from None
     if len(classes) != P.shape[1]:
         where = 'labels' if labels is not None else 'y_prob'
         raise DeccalError(where, f"y_prob has {P.shape[1]} columns but there are {len(classes)} classes {classes.tolist()[:10]}"
                           + ("" if labels is not None else " in y_true: pass labels= (the classes in the order of y_prob's columns)"))
-    order = np.argsort(classes, kind='stable')
-    pos = np.searchsorted(classes[order], y)
+    try: order = np.argsort(classes, kind='stable'); pos = np.searchsorted(classes[order], y)
+    except TypeError as e: raise DeccalTypeError('labels', f"cannot be compared with the labels of y_true ({e})") from None
     pos = np.minimum(pos, len(classes) - 1)
     bad = classes[order][pos] != y
     if bad.any(): raise DeccalError('y_true', f"labels {np.unique(y[bad])[:5].tolist()} are not among the classes {classes.tolist()[:10]}")
@@ -41,6 +45,7 @@ def _check_costs(costs, C:int, n_costs, n_actions, random_state) -> np.ndarray:
     "Cost matrices as a (K, A, C) stack: the given ones, or n_costs random ones with n_actions rows, entries uniform on [0, 1]."
     if costs is None:
         K, A = check_int(n_costs, 'n_costs', 1), check_int(n_actions, 'n_actions', 1)
+        if 8.0 * K * A * C > checks.MEMORY_BUDGET: raise DeccalError('n_costs', f"{K} cost matrices of {A} x {C} exceed the memory budget ({checks.MEMORY_BUDGET / 2**20:.0f} MiB)")
         return np.random.default_rng(check_seed(random_state, 'random_state')).uniform(0, 1, (K, A, C))
     R = check_array(costs, 'costs', ndim=(2, 3))
     if R.ndim == 2: R = R[None]
@@ -73,10 +78,13 @@ def decision_calibration_gaps(y_true,             # (n,) true labels, of any typ
     R = _check_costs(costs, C, n_costs, n_actions, random_state)
     if beta is not None: beta = check_positive(beta, 'beta')
     w = _check_weight(sample_weight, n)
-    out = np.empty(len(R))
-    for k, Rk in enumerate(R):                    # one decision maker at a time: memory n x A
-        F = P @ Rk.T                              # the costs it is promised
-        out[k] = abs(w @ np.einsum('ia,ia->i', decision_rule(F, beta), Rk[:, codes].T - F))
+    K, A, _ = R.shape
+    out = np.empty(K)
+    for k0, k1 in row_blocks(K, 8.0 * 4 * n * A):   # blocks of decision makers, a few (block, n, A) arrays at a time
+        F = P @ R[k0:k1].transpose(0, 2, 1)            # (block, n, A): the costs each is promised
+        rule = decision_rule(F.reshape(-1, A), beta).reshape(F.shape)
+        paid = R[k0:k1][:, :, codes].transpose(0, 2, 1) # (block, n, A): R[a, y_i]
+        out[k0:k1] = np.abs(np.einsum('kia,kia->ki', rule, paid - F) @ w)
     return out
 
 def decision_calibration_score(y_true,             # (n,) true labels, of any type
