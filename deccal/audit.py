@@ -10,7 +10,7 @@ import numpy as np
 import scipy.linalg, scipy.optimize
 from . import checks
 from .checks import (DeccalError, DeccalTypeError, check_array, check_bool, check_int, check_number, check_positive,
-                           check_rows, check_seed, Progress)
+                           check_rows, check_seed, check_choice, Progress)
 from .kernels import Kernel
 from .losses import Loss
 from .embedding import Embedding
@@ -292,7 +292,10 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
           holdout:tuple=None,    # optional (pred_holdout, Y_holdout) to re-measure the witness on
           n_starts:int=6,        # random starts of the search (>= 1, or >= 0 when `inits` are given)
           max_iter:int=200,      # L-BFGS iterations per start
-          exact_max:int=1500,    # exact eigendecomposition up to this n, randomized above
+          exact_max:int=1500,    # exact eigendecomposition up to this n, randomized above (method='auto')
+          method:str='auto',     # 'exact', 'randomized' (sketches of the n x n Gram matrices) or 'landmarks' (linear in n); 'auto': by n
+          landmark_rows:int=4000,# method 'landmarks': rows the landmark atoms are chosen from (a pivoted Cholesky)
+          search_max:int=20000,  # method 'landmarks': the search runs on at most this many random rows; the value uses all
           trace_tol:float=1e-6,  # rank: capture 1 - trace_tol of each Gram matrix's trace, in (0, 1)
           max_rank:int=200,      # cap on the rank of each factor
           delta:float=0.05,      # 1 - confidence level of the holdout intervals, in (0, 1)
@@ -316,29 +319,48 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
     delta = check_number(delta, 'delta', 0, 1)
     if R2 is not None: R2 = check_positive(R2, 'R2')
     verbose = check_bool(verbose, 'verbose')
+    method = check_choice(method, 'method', ('auto', 'exact', 'randomized', 'landmarks'))
+    landmark_rows, search_max = check_int(landmark_rows, 'landmark_rows', 1), check_int(search_max, 'search_max', 1)
     Y = _check_outcomes(Y, pred, kernel)
     pred._check_kernel(kernel)
     n = pred.n
     w = _check_weights(weights, n)
     if holdout is not None: holdout = _check_holdout(holdout, kernel, pred.dim)   # bad held-out data fails before the search
     rng = np.random.default_rng(seed)
+    if method == 'auto': method = 'exact' if n <= exact_max else 'randomized' if n <= _LANDMARKS_ABOVE else 'landmarks'
+    if method != 'landmarks': exact_max = n if method == 'exact' else 0 if method == 'randomized' else exact_max
     grams = _Grams(kernel, pred, Y)
-    n_pass, starts = _n_passes(n, exact_max, grams.fits()), len(inits) + n_starts
+    n_pass = 1 if method == 'landmarks' else _n_passes(n, exact_max, grams.fits())
+    starts = len(inits) + n_starts
     pb = Progress(n_pass + starts, 'audit', enabled=verbose, log_every=5.0, count=False)
     state = dict(starts=0)
     grams.on_block = lambda passes, frac, what: pb.update(passes + frac + state['starts'],
         f"pass {passes + 1} of {n_pass} over the Gram matrices of {n} predictions ({what}): {frac:.0%}")
     pb.update(0, f"computing the Gram matrices of {n} predictions and outcomes")
-    (SP, lamP), (SR, _), info = _factors(grams, exact_max, trace_tol, max_rank, rng)
+    if method == 'landmarks':
+        SP, SR, to_u, basis, info = _landmark_factors(kernel, pred, Y, rng, landmark_rows, trace_tol, max_rank, grams.on_block)
+        grams.passes = 1
+    else: (SP, lamP), (SR, _), info = _factors(grams, exact_max, trace_tol, max_rank, rng)
+    rows = np.sort(rng.choice(n, search_max, replace=False)) if method == 'landmarks' and n > search_max else slice(None)
+    ws = w if isinstance(rows, slice) else w[rows] * (n / search_max)   # the search's weights: an unbiased estimate of the objective
+    info['search_rows'] = n if isinstance(rows, slice) else search_max
+    if method == 'landmarks':                          # the rule acts through S_P only: search in its leading directions
+        lam, Wr = scipy.linalg.eigh(SP[rows].T @ SP[rows])
+        k, info['captured_P'] = _rank_by_trace(lam[::-1], lam.sum(), trace_tol, max_rank)
+        Wk = Wr[:, ::-1][:, :k]
+        info['rank_P'] = k
+        SP_full, SP = SP, SP @ Wk
     for U in inits:
         if U.shape != (A, SP.shape[1]): raise DeccalError('inits', f"each start must have shape {(A, SP.shape[1])} (n_actions, rank_P), got {U.shape}")
     pb.update(grams.passes, f'searching (ranks {info.get("rank_P")}, {info.get("rank_R")})')
     def on_start(k, J):
         state['starts'] = k
         pb.update(grams.passes + k, f'start {k} of {starts} done, best value {J:.4g}')
-    U, values = _search(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits, on_start=on_start)
-    C = SP @ (U.T / np.maximum(lamP, 1e-300)[:, None])   # coefficients over the predictions: P C = S_P U^T
-    value, Gn, loss, rule = _witnesses(kernel, pred, Y, w, C, beta, R1, grams)
+    U, values = _search(SP[rows], SR[rows], ws, beta, R1, A, n_starts, rng, max_iter, inits, on_start=on_start)
+    if method == 'landmarks': value, Gn, loss, rule = _landmark_witnesses(kernel, basis, to_u, SP_full, SR, w, U @ Wk.T, beta, R1)
+    else:
+        C = SP @ (U.T / np.maximum(lamP, 1e-300)[:, None])   # coefficients over the predictions: P C = S_P U^T
+        value, Gn, loss, rule = _witnesses(kernel, pred, Y, w, C, beta, R1, grams)
     info.update(start_values=values, search_value=max(values), seconds=time.perf_counter() - t0, passes=grams.passes)
     res = AuditResult(value, loss, rule, Gn, beta, R1, n, info)
     if holdout is not None: _remeasure(res, holdout, kernel, Y, pred, delta, R2)
@@ -417,6 +439,41 @@ def _rule_bound(res, ph, Yh, kernel):
     _, RK = _Grams(kernel, ph, Yh).matmat(XR=k / m)            # one pass over the held-out residual Gram matrix
     Gh = np.sqrt(np.maximum(np.einsum('ia,ia->a', k / m, RK), 0))
     res.rule_bound = float(res.R1 * (Gh.sum() + np.sqrt(A) * 4 * R2 * np.sqrt(2 * np.log(2 / res.delta) / m)))
+
+
+# %% ../nbs/06_audit.ipynb #c9d87dee
+_LANDMARKS_ABOVE = 20_000   # method='auto': the landmark path above this n (the randomized sketches' passes grow as n^2)
+
+def _landmark_factors(kernel:Kernel, pred:Embedding, Y, rng, n_rows:int, trace_tol:float, max_rank:int, on_block=None) -> tuple:
+    """Factors S_P, S_R (n, r) from landmarks: atoms [phi(y_s); p(x_s)] chosen by a pivoted Cholesky on `n_rows` random rows,
+    whitened (orthonormal coordinates of their span); one pass over the n rows, in blocks under MEMORY_BUDGET."""
+    from deccal.dimfree import _make_basis, _whiten
+    n = pred.n
+    rows = np.sort(rng.choice(n, min(n, n_rows), replace=False))
+    basis, captured = _make_basis(kernel, pred[rows], Y[rows], 0, trace_tol, max_rank)
+    to_u, frac = _whiten(basis.K, trace_tol, max_rank)
+    r, m = to_u.shape
+    SP, SR = np.empty((n, r)), np.empty((n, r))
+    B = pred.Z.shape[1]
+    blocks = checks.row_blocks(n, 8.0 * (4 * m * max(B, 1) + 2 * r))
+    for k, (i0, i1) in enumerate(blocks):
+        h = basis.h(pred[i0:i1])                             # <v_s, p(x_i)>
+        SP[i0:i1] = h @ to_u.T
+        SR[i0:i1] = basis.h_outcomes(Y[i0:i1]) @ to_u.T - SP[i0:i1]   # coordinates of phi(y_i) - p(x_i)
+        if on_block is not None: on_block(0, (k + 1) / len(blocks), 'landmark coordinates')
+    info = dict(method='landmarks', landmarks=basis.m, landmark_rows=len(rows), rank_P=r, rank_R=r,
+                captured_landmarks=captured, captured_whitening=frac)
+    return SP, SR, to_u, basis, info
+
+def _landmark_witnesses(kernel, basis, to_u, SP, SR, w, U, beta, R1):
+    "Exact value on every row, norms ||G_a||, and the (loss, rule_loss) pair over the landmark atoms, for the search's U (A, r)."
+    K = quantal_response(SP @ U.T, beta)
+    g = SR.T @ (w[:, None] * K)                              # (r, A): the G_a in the landmarks' orthonormal coordinates
+    Gn = np.sqrt((g * g).sum(0))
+    scale = np.where(Gn > 0, R1 / np.maximum(Gn, 1e-300), 0.0)
+    rule = Loss(kernel, *basis.expand(U @ to_u), 'audit rule loss')
+    loss = Loss(kernel, *basis.expand((g * scale).T @ to_u), 'audit loss')
+    return float(R1 * Gn.sum()), Gn, loss, rule
 
 
 # %% ../nbs/06_audit.ipynb #98b5480e

@@ -1,0 +1,42 @@
+"""The auditor's landmark path (linear in n): exact value for the pair it returns, close to the exact path, argument checks."""
+import numpy as np
+import pytest
+import deccal
+from deccal import Embedding, RBF, audit, decision_calibration_error
+
+
+@pytest.fixture(scope='module')
+def data():
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(1500, 2))
+    return Embedding.from_points(0.8 * x), x + 0.3 * rng.normal(size=(1500, 2))
+
+
+KW = dict(kernel=RBF(0.5), n_actions=3, beta=8.0, R1=1.0, n_starts=2)
+
+
+def test_landmarks_close_to_exact_and_value_is_exact(data):
+    p, Y = data
+    ex, lm = audit(p, Y, method='exact', **KW), audit(p, Y, method='landmarks', **KW)
+    assert lm.info['method'] == 'landmarks' and abs(lm.value / ex.value - 1) < 0.02
+    assert decision_calibration_error(p, Y, lm.loss, lm.rule_loss, beta=8.0) == pytest.approx(lm.value, rel=1e-10)
+    assert lm.loss.atoms.shape[0] <= 2 * lm.info['landmarks'] and lm.rule_loss.atoms.shape[0] <= 2 * lm.info['landmarks']
+
+
+def test_landmarks_holdout_and_weights(data):
+    p, Y = data
+    w = np.random.default_rng(0).uniform(0, 2, p.n); w /= w.sum()
+    r = audit(p[:1000], Y[:1000], method='landmarks', weights=w[:1000] / w[:1000].sum(), holdout=(p[1000:], Y[1000:]), search_max=600, **KW)
+    g = deccal.gap_function(p[:1000], Y[:1000], r.loss, r.rule_loss, beta=8.0)
+    assert r.value == pytest.approx(abs(np.sum(w[:1000] / w[:1000].sum() * g)), rel=1e-10)   # the weighted error of the pair, on all rows
+    assert r.info['search_rows'] == 600 and np.isfinite(r.holdout_value)
+    assert r.holdout_value == pytest.approx(deccal.gap_function(p[1000:], Y[1000:], r.loss, r.rule_loss, beta=8.0).mean(), rel=1e-12)
+
+
+def test_method_checks(data):
+    p, Y = data
+    for kw, arg in ((dict(method='sketch'), 'method'), (dict(method='landmarks', landmark_rows=0), 'landmark_rows'),
+                    (dict(method='landmarks', search_max=-1), 'search_max')):
+        with pytest.raises(deccal.DeccalError) as e: audit(p[:100], Y[:100], **kw, **KW)
+        assert e.value.arg == arg
+    assert audit(p[:100], Y[:100], **KW).info['method'] == 'exact'
