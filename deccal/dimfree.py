@@ -139,6 +139,7 @@ class DimFreeDeCal:
                  exact_max:int=500,      # up to this n the basis is all 2n generalized atoms; above, a pivoted-Cholesky subset
                  trace_tol:float=1e-8,   # basis rank: capture 1 - trace_tol of the trace of K_v (in (0, 1))
                  max_rank:int=300,       # cap on that rank
+                 search_max:int=20000,   # sample='reuse': each round's auditor searches at most this many random rows (the patch uses all)
                  verbose:bool=False,     # show a progress bar on stderr (round, audit value, square loss, elapsed)
                  early_stopping:bool=True,        # keep the round with the lowest held-out square loss, stop when it stops falling
                  validation_fraction:float=0.2,   # share of the sample held out for early stopping when `fit` gets no `holdout`
@@ -148,6 +149,7 @@ class DimFreeDeCal:
         self.kernel, self.n_actions, self.beta, self.R1, self.R2, self.eps = kernel, n_actions, beta, R1, R2, eps
         self.step, self.max_rounds, self.sample, self.seed, self.n_starts, self.max_iter = step, max_rounds, sample, seed, n_starts, max_iter
         self.exact_max, self.trace_tol, self.max_rank, self.verbose = exact_max, trace_tol, max_rank, verbose
+        self.search_max = search_max
         self.early_stopping, self.validation_fraction, self.n_iter_no_change = early_stopping, validation_fraction, n_iter_no_change
 
     def __repr__(self) -> str:
@@ -200,6 +202,7 @@ _PARAM_CHECKS = dict(          # parameter -> check(value, name) returning the v
     exact_max=lambda v, nm: check_int(v, nm, 0),
     trace_tol=lambda v, nm: check_number(v, nm, 0.0, 1.0),
     max_rank=lambda v, nm: check_int(v, nm, 1),
+    search_max=lambda v, nm: check_int(v, nm, 1),
     verbose=_check_verbose,
     early_stopping=check_bool,
     validation_fraction=lambda v, nm: check_number(v, nm, 0.0, 1.0),
@@ -373,12 +376,17 @@ def fit(self:DimFreeDeCal,
         w = np.full(m_t, 1.0 / m_t) if sw is None else sw[rows] / sw[rows].sum()   # the audited rows' weights, summing to 1
         # whitened coordinates of the predictions (S) and of the residuals (T) on the audited rows
         Pv = st.inner_v()
-        S, T = Pv[rows] @ to_u.T, (hy[rows] - Pv[rows]) @ to_u.T
-        U, _ = _search(S, T, w, p['beta'], p['R1'], A, p['n_starts'], rng, p['max_iter'], [] if U_prev is None else [U_prev])
+        sub = p['sample'] == "reuse" and n > p['search_max']   # a large sample: the search runs on a random part of it
+        srch = np.sort(rng.choice(n, p['search_max'], replace=False)) if sub else rows
+        if sub and not w[srch].sum() > 0: srch, sub = rows, False   # (weights: a part of weight 0 cannot be searched)
+        S, T = Pv[srch] @ to_u.T, (hy[srch] - Pv[srch]) @ to_u.T
+        U, _ = _search(S, T, w[srch] / w[srch].sum() if sub else w, p['beta'], p['R1'], A, p['n_starts'], rng, p['max_iter'],
+                       [] if U_prev is None else [U_prev])
         U_prev = U
         C = U @ to_u                                       # l'_t as coefficients over v_S
         k = quantal_response(Pv @ C.T, p['beta'])          # the rule's decisions on every row (the patch moves them all)
-        g = (w[:, None] * k[rows]).T @ T                   # G_a in whitened coordinates
+        if sub: g = ((w[:, None] * k).T @ (hy - Pv)) @ to_u.T   # G_a in whitened coordinates, from every row
+        else: g = (w[:, None] * k[rows]).T @ T             # G_a in whitened coordinates
         Gn = np.linalg.norm(g, axis=1)
         value = float(p['R1'] * Gn.sum())
         rec.update(audit_value=value)

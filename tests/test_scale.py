@@ -40,3 +40,16 @@ def test_method_checks(data):
         with pytest.raises(deccal.DeccalError) as e: audit(p[:100], Y[:100], **kw, **KW)
         assert e.value.arg == arg
     assert audit(p[:100], Y[:100], **KW).info['method'] == 'exact'
+
+
+def test_fit_searches_a_part_and_patches_from_every_row():
+    "Linear kernel, point forecasts in R^2: G_a = mean_i k(x_i, a) (y_i - p_i) explicitly; round 0's value must use every row."
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(400, 2)); p, Y = Embedding.from_points(0.7 * x), x + 0.2 * rng.normal(size=(400, 2))
+    c = deccal.DimFreeDeCal(deccal.Linear(), n_actions=3, beta=4.0, R1=1.0, eps=0.01, max_rounds=2, early_stopping=False,
+                            search_max=120).fit(p, Y)
+    k = deccal.quantal_response(p.loss_estimates(c.rule_loss(0)), 4.0)
+    G = (k[:, :, None] * (Y - x * 0.7)[:, None, :]).mean(0)          # (A, 2)
+    assert c.history_[0]['audit_value'] == pytest.approx(np.linalg.norm(G, axis=1).sum(), rel=1e-9)
+    with pytest.raises(deccal.DeccalError) as e: deccal.DimFreeDeCal(deccal.Linear(), search_max=0).fit(p, Y)
+    assert e.value.arg == 'search_max'
