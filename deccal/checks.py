@@ -10,8 +10,8 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['MEMORY_BUDGET', 'DeccalError', 'DeccalTypeError', 'NotFittedError', 'check_array', 'as_points', 'check_number',
-           'check_positive', 'check_int', 'check_seed', 'check_bool', 'check_choice', 'check_rows', 'row_blocks',
-           'tiles', 'check_output_path', 'atomic_write', 'Progress', 'patch']
+           'check_positive', 'check_int', 'check_seed', 'check_bool', 'check_choice', 'check_rows',
+           'check_sample_weight', 'row_blocks', 'tiles', 'check_output_path', 'atomic_write', 'Progress', 'patch']
 
 # %% ../nbs/00_checks.ipynb #864c9464
 class DeccalError(ValueError):
@@ -137,6 +137,20 @@ def check_rows(n:int,          # the required number of rows
               ):
     "Check that `a` has `n` rows, as `other` does."
     if a.shape[0] != n: raise DeccalError(name, f"has {a.shape[0]} rows but {other} has {n}")
+
+# %% ../nbs/00_checks.ipynb #350c5c8d
+def check_sample_weight(sample_weight,     # (n,) weights, or None for equal weights
+                        n:int,             # the number of rows
+                        other:str,         # what `n` came from, for the message
+                        name:str='sample_weight', # the argument name
+                       ) -> np.ndarray:    # (n,) the weights as floats (ones for None)
+    "Sample weights: (n,) finite, non-negative, not all zero."
+    if sample_weight is None: return np.ones(n)
+    w = check_array(sample_weight, name, ndim=1)
+    check_rows(n, w, name, other)
+    if (w < 0).any(): raise DeccalError(name, f"has negative entries (the smallest is {w.min():g}); weights must be >= 0")
+    if not w.sum() > 0: raise DeccalError(name, "all weights are 0")
+    return w
 
 # %% ../nbs/00_checks.ipynb #1e248a82
 MEMORY_BUDGET = 256 * 2**20   # bytes: the largest temporary block deccal allocates

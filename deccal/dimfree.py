@@ -8,7 +8,7 @@ import copy, inspect, os, time
 import numpy as np
 import scipy.linalg
 from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positive, check_number, check_int, check_seed,
-                           check_bool, check_choice, check_rows, check_array, row_blocks, check_output_path, atomic_write, Progress, patch)
+                           check_bool, check_choice, check_rows, check_array, check_sample_weight, row_blocks, check_output_path, atomic_write, Progress, patch)
 from .kernels import Kernel, kernel_spec, make_kernel
 from .embedding import Embedding
 from .losses import Loss
@@ -278,15 +278,6 @@ def _pointwise_square_loss(st:_State, py, hy, kyy) -> np.ndarray:
     "||p(x_i) - phi(y_i)||^2 per point: ||p_i||^2 - 2 <p_i, phi(y_i)> + K(y_i, y_i), from the carried state (py = p0(x_i)(y_i), hy = <v_s, phi(y_i)>)."
     return st.sq_norms() - 2 * (st.gamma * py + np.einsum('im,im->i', st.theta, hy)) + kyy
 
-def _check_sample_weight(sample_weight, n:int) -> np.ndarray:
-    "Sample weights for fit: (n,) finite, non-negative, not all zero (equal weights for None)."
-    if sample_weight is None: return np.ones(n)
-    w = check_array(sample_weight, 'sample_weight', ndim=1)
-    check_rows(n, w, 'sample_weight', 'pred')
-    if (w < 0).any(): raise DeccalError('sample_weight', f"has negative entries (the smallest is {w.min():g}); weights must be >= 0")
-    if not w.sum() > 0: raise DeccalError('sample_weight', "all weights are 0")
-    return w
-
 def _weighted_se(g, w) -> float:
     "Standard error of the (weighted) mean of g: the weights' effective sample size (sum w)^2 / sum w^2 in place of n."
     if w is None: return float(g.std(ddof=1) / np.sqrt(len(g))) if len(g) > 1 else float('inf')
@@ -311,7 +302,7 @@ def fit(self:DimFreeDeCal,
     pred._check_kernel(k_)
     n, A = pred.n, p['n_actions']
     if holdout is not None: holdout = _check_holdout(holdout, k_, pred.dim)
-    sw = _check_sample_weight(sample_weight, n)
+    sw = check_sample_weight(sample_weight, n, 'pred')
     hw = None                                          # the held-out part's weights (None: equal)
     s0, kyy = pred.sq_norms(k_), k_.diag(Y)
     y_max = float(np.sqrt(max(kyy.max(), 0)))          # the largest ||phi(y)|| on the sample

@@ -5,7 +5,7 @@
 # %% ../nbs/86_metrics.ipynb #8277cdf7
 from __future__ import annotations
 import numpy as np
-from .checks import DeccalError, DeccalTypeError, check_array, check_int, check_positive, check_choice, check_seed, check_rows, row_blocks, patch
+from .checks import DeccalError, DeccalTypeError, check_array, check_int, check_positive, check_choice, check_seed, check_rows, check_sample_weight, row_blocks, patch
 from . import checks
 from .losses import Loss, linear_loss
 from .embedding import Embedding
@@ -54,10 +54,8 @@ def _check_costs(costs, C:int, n_costs, n_actions, random_state) -> np.ndarray:
     return R
 
 def _check_weight(sample_weight, n:int):
-    if sample_weight is None: return np.full(n, 1.0 / n)
-    w = check_array(sample_weight, 'sample_weight', ndim=1)
-    check_rows(n, w, 'sample_weight', 'y_true')
-    if (w < 0).any() or not w.sum() > 0: raise DeccalError('sample_weight', "must be non-negative and not all zero")
+    "The samples' weights, summing to 1 (equal weights for None)."
+    w = check_sample_weight(sample_weight, n, 'y_true')
     return w / w.sum()
 
 # %% ../nbs/86_metrics.ipynb #bd290751
