@@ -8,7 +8,7 @@ import copy, inspect, os, time
 import numpy as np
 import scipy.linalg
 from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positive, check_number, check_int, check_seed,
-                           check_bool, check_choice, check_rows, check_array, check_sample_weight, row_blocks, check_output_path, atomic_write, Progress, patch)
+                           check_bool, check_choice, check_rows, check_sample_weight, row_blocks, check_output_path, atomic_write, Progress, patch)
 from .kernels import Kernel, kernel_spec, make_kernel
 from .embedding import Embedding
 from .losses import Loss
@@ -302,7 +302,7 @@ def fit(self:DimFreeDeCal,
     pred._check_kernel(k_)
     n, A = pred.n, p['n_actions']
     if holdout is not None: holdout = _check_holdout(holdout, k_, pred.dim)
-    sw = check_sample_weight(sample_weight, n, 'pred')
+    sw = None if sample_weight is None else check_sample_weight(sample_weight, n, 'pred')   # None: equal weights
     hw = None                                          # the held-out part's weights (None: equal)
     s0, kyy = pred.sq_norms(k_), k_.diag(Y)
     y_max = float(np.sqrt(max(kyy.max(), 0)))          # the largest ||phi(y)|| on the sample
@@ -319,7 +319,7 @@ def fit(self:DimFreeDeCal,
         perm = np.random.default_rng([p['seed'], 1]).permutation(n)
         iv, it = np.sort(perm[:nv]), np.sort(perm[nv:])
         holdout = (pred[iv], Y[iv])
-        if sample_weight is not None:
+        if sw is not None:
             hw, sw = sw[iv], sw[it]
             for part, ww in (('validation', hw), ('fitting', sw)):
                 if not ww.sum() > 0: raise DeccalError('sample_weight', f"the {part} part of the sample has total weight 0; pass holdout=(pred, Y) or early_stopping=False")
@@ -333,7 +333,7 @@ def fit(self:DimFreeDeCal,
         if max_rounds < 1: raise DeccalError('max_rounds', "sample='split' needs max_rounds >= 1")
         parts = np.array_split(np.random.default_rng(p['seed']).permutation(n), max_rounds)
         if min(len(q) for q in parts) < 2: raise DeccalError('max_rounds', f"{max_rounds} parts of a sample of {n} leave fewer than 2 points per round")
-        if min(sw[q].sum() for q in parts) <= 0: raise DeccalError('sample_weight', "a round's part of the sample has total weight 0 (sample='split')")
+        if sw is not None and min(sw[q].sum() for q in parts) <= 0: raise DeccalError('sample_weight', "a round's part of the sample has total weight 0 (sample='split')")
     basis, captured = _make_basis(k_, pred, Y, p['exact_max'], p['trace_tol'], p['max_rank'])
     K = basis.K
     to_u, _ = _whiten(K, p['trace_tol'], p['max_rank'])
@@ -341,7 +341,6 @@ def fit(self:DimFreeDeCal,
     hy = basis.h_outcomes(Y)                               # <v_s, phi(y_i)>
     py = pred.evaluate_paired(k_, Y)                       # p0(x_i)(y_i)
     wmean = lambda v, ww: float(np.mean(v)) if ww is None else float(ww @ v / ww.sum())   # a mean, weighted if weights were given
-    if sample_weight is None: sw = None
     base_sq = wmean(_pointwise_square_loss(st, py, hy, kyy), sw)   # the base predictor's square loss, before the projection
     st.project(R2)
     if holdout is not None:

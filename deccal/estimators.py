@@ -23,6 +23,7 @@ from .embedding import Embedding
 from .audit import explicit_predictions
 from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
+from .metrics import _cost_stack
 
 # %% auto #0
 __all__ = ['DecisionCalibratedClassifier', 'project_simplex', 'DecisionCalibratedRegressor', 'median_heuristic']
@@ -33,14 +34,6 @@ def _is_frozen(est) -> bool:
     try: from sklearn.frozen import FrozenEstimator
     except ImportError: return False
     return isinstance(est, FrozenEstimator)
-
-def _check_costs(costs, C:int) -> np.ndarray:
-    "Cost matrices as a (K, A, C) stack; `C`: the number of classes."
-    a = check_array(costs, 'costs', ndim=(2, 3))
-    if a.ndim == 2: a = a[None]
-    if a.shape[1] == 0: raise DeccalError('costs', f"shape {a.shape}: no actions")
-    if a.shape[2] != C: raise DeccalError('costs', f"has {a.shape[2]} columns (one per class) but there are {C} classes")
-    return a
 
 def _seed(random_state) -> int:
     "An integer seed from scikit-learn's random_state (None: a fresh random one; a RandomState: drawn from it)."
@@ -107,7 +100,7 @@ class DecisionCalibratedClassifier(ClassifierMixin, BaseEstimator):
 def _defaults(C:int, costs, n_actions, beta, R1, eps) -> tuple:
     "The rules of the defaults: n_actions and R1 from `costs` (else C and sqrt(C)), beta = 20 sqrt(C) / R1, eps = 0.01 R1."
     if costs is not None:
-        costs = _check_costs(costs, C)
+        costs = _cost_stack(costs, C)
         A = costs.shape[1]
         if n_actions is not None and check_int(n_actions, 'n_actions', 1) != A:
             raise DeccalError('n_actions', f"{n_actions} disagrees with costs, which have {A} actions (rows)")

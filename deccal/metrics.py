@@ -47,10 +47,14 @@ def _check_costs(costs, C:int, n_costs, n_actions, random_state) -> np.ndarray:
         K, A = check_int(n_costs, 'n_costs', 1), check_int(n_actions, 'n_actions', 1)
         if 8.0 * K * A * C > checks.MEMORY_BUDGET: raise DeccalError('n_costs', f"{K} cost matrices of {A} x {C} exceed the memory budget ({checks.MEMORY_BUDGET / 2**20:.0f} MiB)")
         return np.random.default_rng(check_seed(random_state, 'random_state')).uniform(0, 1, (K, A, C))
+    return _cost_stack(costs, C)
+
+def _cost_stack(costs, C:int) -> np.ndarray:
+    "Given cost matrices, (A, C) or (K, A, C), as a (K, A, C) stack; `C`: the number of classes (also used by deccal.estimators)."
     R = check_array(costs, 'costs', ndim=(2, 3))
     if R.ndim == 2: R = R[None]
     if R.shape[1] == 0 or R.shape[0] == 0: raise DeccalError('costs', f"shape {R.shape}: no decision maker or no action")
-    if R.shape[2] != C: raise DeccalError('costs', f"has {R.shape[2]} columns (one per class) but y_prob has {C}")
+    if R.shape[2] != C: raise DeccalError('costs', f"has {R.shape[2]} columns (one per class) but there are {C} classes")
     return R
 
 def _check_weight(sample_weight, n:int):
