@@ -10,7 +10,7 @@ import numpy as np
 import scipy.linalg, scipy.optimize
 from . import checks
 from .checks import (DeccalError, DeccalTypeError, check_array, check_bool, check_int, check_number, check_positive,
-                           check_rows, check_seed, check_choice, Progress)
+                           check_rows, check_seed, check_choice, Progress, on_dask)
 from .kernels import Kernel
 from .losses import Loss
 from .embedding import Embedding
@@ -306,7 +306,9 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
          ) -> AuditResult:
     "ERM auditor: maximize the empirical decision calibration error over (l, l') in the RKHS ball of radius R1."
     t0 = time.perf_counter()
-    _check_pred_kernel(pred, kernel)
+    dask = on_dask(pred, Y)
+    if not dask: _check_pred_kernel(pred, kernel)
+    elif not isinstance(kernel, Kernel): raise DeccalTypeError('kernel', f"expected a deccal kernel, got {kernel!r}")
     A = check_int(n_actions, 'n_actions', 1)
     beta, R1 = check_positive(beta, 'beta'), check_positive(R1, 'R1')
     seed = check_seed(seed)
@@ -321,6 +323,11 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
     verbose = check_bool(verbose, 'verbose')
     method = check_choice(method, 'method', ('auto', 'exact', 'randomized', 'landmarks'))
     landmark_rows, search_max = check_int(landmark_rows, 'landmark_rows', 1), check_int(search_max, 'search_max', 1)
+    if dask:                                           # data held as Dask arrays: the landmark path, each block reduced where it lives
+        from deccal.dask import _audit_on_dask
+        return _audit_on_dask(pred, Y, kernel, dict(A=A, beta=beta, R1=R1, seed=seed, holdout=holdout, n_starts=n_starts, max_iter=max_iter,
+                              method=method, landmark_rows=landmark_rows, search_max=search_max, trace_tol=trace_tol, max_rank=max_rank,
+                              delta=delta, R2=R2, weights=weights, inits=inits, verbose=verbose), t0)
     Y = _check_outcomes(Y, pred, kernel)
     pred._check_kernel(kernel)
     n = pred.n
@@ -344,21 +351,19 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
     rows = np.sort(rng.choice(n, search_max, replace=False)) if method == 'landmarks' and n > search_max else slice(None)
     ws = w if isinstance(rows, slice) else w[rows] * (n / search_max)   # the search's weights: an unbiased estimate of the objective
     info['search_rows'] = n if isinstance(rows, slice) else search_max
-    if method == 'landmarks':                          # the rule acts through S_P only: search in its leading directions
-        lam, Wr = scipy.linalg.eigh(SP[rows].T @ SP[rows])
-        k, info['captured_P'] = _rank_by_trace(lam[::-1], lam.sum(), trace_tol, max_rank)
-        Wk = Wr[:, ::-1][:, :k]
-        info['rank_P'] = k
-        SP_full, SP = SP, SP @ Wk
-    for U in inits:
-        if U.shape != (A, SP.shape[1]): raise DeccalError('inits', f"each start must have shape {(A, SP.shape[1])} (n_actions, rank_P), got {U.shape}")
+    if method != 'landmarks':
+        for U in inits:
+            if U.shape != (A, SP.shape[1]): raise DeccalError('inits', f"each start must have shape {(A, SP.shape[1])} (n_actions, rank_P), got {U.shape}")
     pb.update(grams.passes, f'searching (ranks {info.get("rank_P")}, {info.get("rank_R")})')
     def on_start(k, J):
         state['starts'] = k
         pb.update(grams.passes + k, f'start {k} of {starts} done, best value {J:.4g}')
-    U, values = _search(SP[rows], SR[rows], ws, beta, R1, A, n_starts, rng, max_iter, inits, on_start=on_start)
-    if method == 'landmarks': value, Gn, loss, rule = _landmark_witnesses(kernel, basis, to_u, SP_full, SR, w, U @ Wk.T, beta, R1)
+    if method == 'landmarks':                          # the rule acts through S_P only: the search runs in its leading directions
+        U, values, info['rank_P'], info['captured_P'] = _landmark_search(SP[rows], SR[rows], ws, beta, R1, A, n_starts, rng, max_iter,
+                                                                        inits, trace_tol, max_rank, on_start)
+        value, Gn, loss, rule = _landmark_losses(kernel, basis, to_u, _landmark_G(SP, SR, w, U, beta), U, R1)
     else:
+        U, values = _search(SP[rows], SR[rows], ws, beta, R1, A, n_starts, rng, max_iter, inits, on_start=on_start)
         C = SP @ (U.T / np.maximum(lamP, 1e-300)[:, None])   # coefficients over the predictions: P C = S_P U^T
         value, Gn, loss, rule = _witnesses(kernel, pred, Y, w, C, beta, R1, grams)
     info.update(start_values=values, search_value=max(values), seconds=time.perf_counter() - t0, passes=grams.passes)
@@ -444,37 +449,56 @@ def _rule_bound(res, ph, Yh, kernel):
 # %% ../nbs/06_audit.ipynb #c9d87dee
 _LANDMARKS_ABOVE = 20_000   # method='auto': the landmark path above this n (the randomized sketches' passes grow as n^2)
 
-def _landmark_factors(kernel:Kernel, pred:Embedding, Y, rng, n_rows:int, trace_tol:float, max_rank:int, on_block=None) -> tuple:
-    """Factors S_P, S_R (n, r) from landmarks: atoms [phi(y_s); p(x_s)] chosen by a pivoted Cholesky on `n_rows` random rows,
-    whitened (orthonormal coordinates of their span); one pass over the n rows, in blocks under MEMORY_BUDGET."""
+def _landmark_basis(kernel:Kernel, pred:Embedding, Y, trace_tol:float, max_rank:int) -> tuple:
+    """Landmark atoms [phi(y_s); p(x_s)] chosen by a pivoted Cholesky among the generalized atoms of the rows given (a sample),
+    and the whitening to_u (r, m) that makes their span's coordinates orthonormal; with a report."""
     from deccal.dimfree import _make_basis, _whiten
+    basis, captured = _make_basis(kernel, pred, Y, 0, trace_tol, max_rank)
+    to_u, frac = _whiten(basis.K, trace_tol, max_rank)
+    info = dict(method='landmarks', landmarks=basis.m, landmark_rows=pred.n, rank_P=to_u.shape[0], rank_R=to_u.shape[0],
+                captured_landmarks=captured, captured_whitening=frac)
+    return basis, to_u, info
+
+def _landmark_coords(basis, to_u, pred:Embedding, Y) -> tuple:
+    "Coordinates S_P of the predictions and S_R of the residuals phi(y_i) - p(x_i) in the landmarks' orthonormal basis: (N, r) each."
+    SP = basis.h(pred) @ to_u.T                               # <v_s, p(x_i)>, whitened
+    return SP, basis.h_outcomes(Y) @ to_u.T - SP
+
+def _landmark_factors(kernel:Kernel, pred:Embedding, Y, rng, n_rows:int, trace_tol:float, max_rank:int, on_block=None) -> tuple:
+    """Factors S_P, S_R (n, r) from landmarks chosen on `n_rows` random rows; one pass over the n rows, in blocks under MEMORY_BUDGET."""
     n = pred.n
     rows = np.sort(rng.choice(n, min(n, n_rows), replace=False))
-    basis, captured = _make_basis(kernel, pred[rows], Y[rows], 0, trace_tol, max_rank)
-    to_u, frac = _whiten(basis.K, trace_tol, max_rank)
+    basis, to_u, info = _landmark_basis(kernel, pred[rows], Y[rows], trace_tol, max_rank)
     r, m = to_u.shape
     SP, SR = np.empty((n, r)), np.empty((n, r))
-    B = pred.Z.shape[1]
-    blocks = checks.row_blocks(n, 8.0 * (4 * m * max(B, 1) + 2 * r))
+    blocks = checks.row_blocks(n, 8.0 * (4 * m * max(pred.Z.shape[1], 1) + 2 * r))
     for k, (i0, i1) in enumerate(blocks):
-        h = basis.h(pred[i0:i1])                             # <v_s, p(x_i)>
-        SP[i0:i1] = h @ to_u.T
-        SR[i0:i1] = basis.h_outcomes(Y[i0:i1]) @ to_u.T - SP[i0:i1]   # coordinates of phi(y_i) - p(x_i)
+        SP[i0:i1], SR[i0:i1] = _landmark_coords(basis, to_u, pred[i0:i1], Y[i0:i1])
         if on_block is not None: on_block(0, (k + 1) / len(blocks), 'landmark coordinates')
-    info = dict(method='landmarks', landmarks=basis.m, landmark_rows=len(rows), rank_P=r, rank_R=r,
-                captured_landmarks=captured, captured_whitening=frac)
     return SP, SR, to_u, basis, info
 
-def _landmark_witnesses(kernel, basis, to_u, SP, SR, w, U, beta, R1):
-    "Exact value on every row, norms ||G_a||, and the (loss, rule_loss) pair over the landmark atoms, for the search's U (A, r)."
-    K = quantal_response(SP @ U.T, beta)
-    g = SR.T @ (w[:, None] * K)                              # (r, A): the G_a in the landmarks' orthonormal coordinates
+def _landmark_search(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits, trace_tol, max_rank, on_start=None) -> tuple:
+    """The search on the rows given (S_P, S_R, weights w), in the leading directions of S_P (the rule acts through S_P only):
+    returns U (A, r) in the landmarks' coordinates, the start values, and the search's rank of P with its captured trace."""
+    lam, Wr = scipy.linalg.eigh(SP.T @ SP)
+    k, captured = _rank_by_trace(lam[::-1], lam.sum(), trace_tol, max_rank)
+    Wk = Wr[:, ::-1][:, :k]
+    for U in inits:
+        if U.shape != (A, k): raise DeccalError('inits', f"each start must have shape {(A, k)} (n_actions, rank_P), got {U.shape}")
+    U, values = _search(SP @ Wk, SR, w, beta, R1, A, n_starts, rng, max_iter, inits, on_start=on_start)
+    return U @ Wk.T, values, k, captured
+
+def _landmark_G(SP, SR, w, U, beta):
+    "sum_i w_i k(x_i, a) S_R[i] over the rows given: the G_a in the landmarks' coordinates, (r, A), for the rule U (A, r)."
+    return SR.T @ (w[:, None] * quantal_response(SP @ U.T, beta))
+
+def _landmark_losses(kernel, basis, to_u, g, U, R1):
+    "The value R1 sum_a ||G_a||, the norms, and the (loss, rule_loss) pair over the landmark atoms, from g = G (r, A) and the rule U."
     Gn = np.sqrt((g * g).sum(0))
     scale = np.where(Gn > 0, R1 / np.maximum(Gn, 1e-300), 0.0)
     rule = Loss(kernel, *basis.expand(U @ to_u), 'audit rule loss')
     loss = Loss(kernel, *basis.expand((g * scale).T @ to_u), 'audit loss')
     return float(R1 * Gn.sum()), Gn, loss, rule
-
 
 # %% ../nbs/06_audit.ipynb #98b5480e
 @dataclass

@@ -11,7 +11,8 @@ import numpy as np
 # %% auto #0
 __all__ = ['MEMORY_BUDGET', 'DeccalError', 'DeccalTypeError', 'NotFittedError', 'check_array', 'as_points', 'check_number',
            'check_positive', 'check_int', 'check_seed', 'check_bool', 'check_choice', 'check_rows',
-           'check_sample_weight', 'row_blocks', 'tiles', 'check_output_path', 'atomic_write', 'Progress', 'patch']
+           'check_sample_weight', 'row_blocks', 'tiles', 'check_output_path', 'atomic_write', 'Progress', 'patch',
+           'on_dask']
 
 # %% ../nbs/00_checks.ipynb #864c9464
 class DeccalError(ValueError):
@@ -300,3 +301,8 @@ def _patch_to(f, cls_method, static_method, glb):
     f.__qualname__ = f"{cls.__name__}.{f.__name__}"
     setattr(cls, f.__name__, classmethod(f) if cls_method else staticmethod(f) if static_method else f)
     return glb.get(f.__name__)
+
+# %% ../nbs/00_checks.ipynb #942a0bb0
+def on_dask(*xs) -> bool:
+    "Is any of `xs` held as Dask arrays: a Dask collection, or a `deccal.dask.DaskEmbedding`? (Dask is not imported.)"
+    return any(callable(getattr(x, '__dask_graph__', None)) or getattr(type(x), 'on_dask', False) is True for x in xs)

@@ -8,7 +8,8 @@ import copy, inspect, os, time
 import numpy as np
 import scipy.linalg
 from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positive, check_number, check_int, check_seed,
-                           check_bool, check_choice, check_rows, check_sample_weight, row_blocks, check_output_path, atomic_write, Progress, patch)
+                           check_bool, check_choice, check_rows, check_sample_weight, row_blocks, check_output_path, atomic_write, Progress, patch,
+                           on_dask as _on_dask)
 from .kernels import Kernel, kernel_spec, make_kernel
 from .embedding import Embedding
 from .losses import Loss
@@ -164,12 +165,11 @@ class DimFreeDeCal:
         "The theorem's cap on rounds, 16 R1^2 R2^2 / eps^2 (in floating point: a huge R2 or tiny eps gives inf, not an error); `p`: the checked parameters."
         with np.errstate(over='ignore', divide='ignore'): return float(16.0 * np.float64(p['R1'])**2 * np.float64(R2)**2 / np.float64(p['eps'])**2)
 
-    def _directions(self, g, Gn, k, w, p:dict):
-        "Patch directions in whitened coordinates (A, r) for round data: g (A, r) the G_a, Gn their norms, k the rule; and the step."
+    def _directions(self, g, Gn, Dhat, p:dict):
+        "Patch directions in whitened coordinates (A, r) and the step, from g (A, r) the G_a, Gn their norms, Dhat = E_hat[k k^T] (A, A)."
         # directions eta * (R1 G_a / ||G_a||), computed from the unit vectors so that a huge R1 cannot overflow R1^2
         u = _unit(g, Gn, 1.0)
         if p['step'] == "theory": return (p['eps'] / (2 * p['R1'])) * u, p['eps'] / (2 * p['R1']**2)
-        Dhat = (w[:, None] * k).T @ k
         denom = float(np.sum(Dhat * (u @ u.T)))
         s = float(np.sum(g * u) / denom) if denom > 0 else 0.0      # the step along u; eta = s / R1
         return s * u, s / p['R1']
@@ -284,6 +284,36 @@ def _weighted_se(g, w) -> float:
     w = w / w.sum(); m = w @ g; n_eff = 1.0 / np.sum(w**2)
     return float(np.sqrt(w @ (g - m)**2 / (n_eff - 1))) if n_eff > 1 else float('inf')
 
+def _radius(p:dict,          # the checked parameters
+            y2_max:float,     # the largest K(y, y) = ||phi(y)||^2 on the sample
+            s2_max:float,     # the largest ||p0(x)||^2 on the sample
+           ) -> float:
+    "R2 for the fit: the one given (refused below the largest ||phi(y)||), or else the largest ||phi(y)|| and ||p0(x)|| on the sample."
+    y_max = float(np.sqrt(max(y2_max, 0)))
+    if p['R2'] is not None and p['R2'] < y_max * (1 - 1e-9):
+        raise DeccalError('R2', f"{p['R2']:g} is below the largest ||phi(y)|| on the sample, {y_max:.6g}: projecting the predictions onto a "
+                          f"ball that does not contain the outcomes can raise the square loss, and the guarantee of Theorem 6.1 assumes "
+                          f"||phi(y)|| <= R2. Use R2 >= {y_max:.6g}, or R2=None (the largest ||phi(y)|| and ||p0(x)|| on the sample)")
+    return p['R2'] if p['R2'] is not None else float(np.sqrt(max(y2_max, s2_max, 0)))
+
+def _validation_split(p:dict,   # the checked parameters
+                      n:int,    # the sample's size
+                      sw,       # its weights (an array of n, in memory or on Dask), or None for equal weights
+                     ) -> tuple:
+    "Early stopping's split: the held-out rows iv and the fitted rows it (sorted), and their weights (hw, sw)."
+    nv = int(round(p['validation_fraction'] * n))
+    if nv < 2 or n - nv < 2:
+        raise DeccalError('validation_fraction', f"{p['validation_fraction']:g} of a sample of {n} leaves {nv} points to validate on "
+                          f"and {n - nv} to fit (need at least 2 of each); pass holdout=(pred, Y) or early_stopping=False")
+    perm = np.random.default_rng([p['seed'], 1]).permutation(n)
+    iv, it = np.sort(perm[:nv]), np.sort(perm[nv:])
+    hw = None
+    if sw is not None:
+        hw, sw = sw[iv], sw[it]
+        for part, ww in (('validation', hw), ('fitting', sw)):
+            if not float(ww.sum()) > 0: raise DeccalError('sample_weight', f"the {part} part of the sample has total weight 0; pass holdout=(pred, Y) or early_stopping=False")
+    return iv, it, hw, sw
+
 @patch
 def fit(self:DimFreeDeCal,
          pred:Embedding,     # base predictions p0(x_i) on the calibration sample
@@ -295,6 +325,9 @@ def fit(self:DimFreeDeCal,
     `validation_fraction` of the sample, which the patches then never see) decide when to stop and which round to keep."""
     t0 = time.perf_counter()
     p = self._validate_params()                        # the checked parameters: what this fit (and the fitted calibrator) uses
+    if _on_dask(pred, Y):                              # data held as Dask arrays: the row-block path on the cluster
+        from deccal.dask import _fit_on_dask
+        return _fit_on_dask(self, p, pred, Y, holdout, sample_weight, t0)
     if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
     k_ = p['kernel']
     Y = k_.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
@@ -305,35 +338,21 @@ def fit(self:DimFreeDeCal,
     sw = None if sample_weight is None else check_sample_weight(sample_weight, n, 'pred')   # None: equal weights
     hw = None                                          # the held-out part's weights (None: equal)
     s0, kyy = pred.sq_norms(k_), k_.diag(Y)
-    y_max = float(np.sqrt(max(kyy.max(), 0)))          # the largest ||phi(y)|| on the sample
-    if p['R2'] is not None and p['R2'] < y_max * (1 - 1e-9):
-        raise DeccalError('R2', f"{p['R2']:g} is below the largest ||phi(y)|| on the sample, {y_max:.6g}: projecting the predictions onto a "
-                          f"ball that does not contain the outcomes can raise the square loss, and the guarantee of Theorem 6.1 assumes "
-                          f"||phi(y)|| <= R2. Use R2 >= {y_max:.6g}, or R2=None (the largest ||phi(y)|| and ||p0(x)|| on the sample)")
-    R2 = p['R2'] if p['R2'] is not None else float(np.sqrt(max(kyy.max(), s0.max(), 0)))
+    R2 = _radius(p, kyy.max(), s0.max())
     if p['early_stopping'] and holdout is None:        # set a validation part aside: the patches never see it
-        nv = int(round(p['validation_fraction'] * n))
-        if nv < 2 or n - nv < 2:
-            raise DeccalError('validation_fraction', f"{p['validation_fraction']:g} of a sample of {n} leaves {nv} points to validate on "
-                              f"and {n - nv} to fit (need at least 2 of each); pass holdout=(pred, Y) or early_stopping=False")
-        perm = np.random.default_rng([p['seed'], 1]).permutation(n)
-        iv, it = np.sort(perm[:nv]), np.sort(perm[nv:])
+        iv, it, hw, sw = _validation_split(p, n, sw)
         holdout = (pred[iv], Y[iv])
-        if sw is not None:
-            hw, sw = sw[iv], sw[it]
-            for part, ww in (('validation', hw), ('fitting', sw)):
-                if not ww.sum() > 0: raise DeccalError('sample_weight', f"the {part} part of the sample has total weight 0; pass holdout=(pred, Y) or early_stopping=False")
         pred, Y, s0, kyy, n = pred[it], Y[it], s0[it], kyy[it], len(it)
-    bound = self._round_bound(R2, p)
-    bound = int(np.ceil(bound)) if bound < 2.0**62 else float('inf')
-    if p['max_rounds'] is None and bound == float('inf'):
-        raise DeccalError('max_rounds', f"the theorem's bound on rounds overflows (R1 = {p['R1']:g}, R2 = {R2:g}, eps = {p['eps']:g}); give max_rounds")
-    max_rounds = bound if p['max_rounds'] is None else p['max_rounds']
+    bound, max_rounds = self._rounds_cap(R2, p)
     if p['sample'] == "split":
         if max_rounds < 1: raise DeccalError('max_rounds', "sample='split' needs max_rounds >= 1")
         parts = np.array_split(np.random.default_rng(p['seed']).permutation(n), max_rounds)
         if min(len(q) for q in parts) < 2: raise DeccalError('max_rounds', f"{max_rounds} parts of a sample of {n} leave fewer than 2 points per round")
         if sw is not None and min(sw[q].sum() for q in parts) <= 0: raise DeccalError('sample_weight', "a round's part of the sample has total weight 0 (sample='split')")
+    if p['sample'] == "reuse" and n > p['search_max']:   # a large sample: row blocks, each round's search on a random part
+        return self._fit_rows(p, n, R2, (bound, max_rounds), lambda idx: (pred[idx], Y[idx]),
+                              lambda b, u: _LocalRows.build(k_, b, u, pred, Y, sw),
+                              None if holdout is None else lambda b, u: _LocalRows.build(k_, b, u, *holdout, hw), t0)
     basis, captured = _make_basis(k_, pred, Y, p['exact_max'], p['trace_tol'], p['max_rank'])
     K = basis.K
     to_u, _ = _whiten(K, p['trace_tol'], p['max_rank'])
@@ -366,17 +385,12 @@ def fit(self:DimFreeDeCal,
         w = np.full(m_t, 1.0 / m_t) if sw is None else sw[rows] / sw[rows].sum()   # the audited rows' weights, summing to 1
         # whitened coordinates of the predictions (S) and of the residuals (T) on the audited rows
         Pv = st.inner_v()
-        sub = p['sample'] == "reuse" and n > p['search_max']   # a large sample: the search runs on a random part of it
-        srch = np.sort(rng.choice(n, p['search_max'], replace=False)) if sub else rows
-        if sub and not w[srch].sum() > 0: srch, sub = rows, False   # (weights: a part of weight 0 cannot be searched)
-        S, T = Pv[srch] @ to_u.T, (hy[srch] - Pv[srch]) @ to_u.T
-        U, _ = _search(S, T, w[srch] / w[srch].sum() if sub else w, p['beta'], p['R1'], A, p['n_starts'], rng, p['max_iter'],
-                       [] if U_prev is None else [U_prev])
+        S, T = Pv[rows] @ to_u.T, (hy[rows] - Pv[rows]) @ to_u.T
+        U, _ = _search(S, T, w, p['beta'], p['R1'], A, p['n_starts'], rng, p['max_iter'], [] if U_prev is None else [U_prev])
         U_prev = U
         C = U @ to_u                                       # l'_t as coefficients over v_S
         k = quantal_response(Pv @ C.T, p['beta'])          # the rule's decisions on every row (the patch moves them all)
-        if sub: g = ((w[:, None] * k).T @ (hy - Pv)) @ to_u.T   # G_a in whitened coordinates, from every row
-        else: g = (w[:, None] * k[rows]).T @ T             # G_a in whitened coordinates
+        g = (w[:, None] * k[rows]).T @ T                   # G_a in whitened coordinates
         Gn = np.linalg.norm(g, axis=1)
         value = float(p['R1'] * Gn.sum())
         rec.update(audit_value=value)
@@ -390,13 +404,29 @@ def fit(self:DimFreeDeCal,
                   f"round {t}/{max_rounds}  audit value {value:.4g} (stop at {target:.4g})  square loss {sq_loss:.5g}"
                   + (f"  held out {rec['holdout_square_loss']:.5g}" if holdout is not None else ''))
         if value <= target: stop = "target"; break
-        Du, eta = self._directions(g, Gn, k[rows], w, p)
+        Du, eta = self._directions(g, Gn, (w[:, None] * k[rows]).T @ k[rows], p)
         D = Du @ to_u
         KD = D @ K
         rounds.append(dict(C=C, D=D, KD=KD, eta=eta))
         st.patch(k, D, KD); st.project(R2)
         if holdout is not None:
             hold.patch(kh, D, KD); hold.project(R2)     # kh: the rule's decisions on the held-out part, from above
+    return self._finish_fit(p, basis, rounds, history, held_losses, stop, pb, R2, bound, n, captured, to_u.shape[0], base_sq, t0)
+
+
+# %% ../nbs/08_dimfreedecal.ipynb #7fb8650d
+@patch
+def _rounds_cap(self:DimFreeDeCal, R2:float, p:dict) -> tuple:
+    "The theorem's bound on rounds (an int, or inf when it overflows) and the cap the fit uses (`max_rounds`, or else the bound)."
+    bound = self._round_bound(R2, p)
+    bound = int(np.ceil(bound)) if bound < 2.0**62 else float('inf')
+    if p['max_rounds'] is None and bound == float('inf'):
+        raise DeccalError('max_rounds', f"the theorem's bound on rounds overflows (R1 = {p['R1']:g}, R2 = {R2:g}, eps = {p['eps']:g}); give max_rounds")
+    return bound, bound if p['max_rounds'] is None else p['max_rounds']
+
+@patch
+def _finish_fit(self:DimFreeDeCal, p, basis, rounds, history, held_losses, stop, pb, R2, bound, n, captured, rank, base_sq, t0):
+    "Keep the round early stopping chose (or every round), close the progress bar and set the fitted attributes; returns self."
     best = int(np.argmin(held_losses)) if p['early_stopping'] else len(rounds)   # the round with the lowest held-out square loss
     last = [h['audit_value'] for h in history if h['audit_value'] is not None]
     pb.close(f"{len(rounds)} rounds, " + (f"audit value {last[0]:.4g} -> {last[-1]:.4g}, " if last else '')
@@ -404,9 +434,10 @@ def fit(self:DimFreeDeCal,
              + (f"; keeping {best} rounds" if p['early_stopping'] else ''))
     self.basis_, self.rounds_, self.history_, self.R2_, self.round_bound_ = basis, rounds[:best], history, R2, bound
     self.all_rounds_, self.best_round_, self.stop_reason_, self.n_fit_ = rounds, best, stop, n
-    self.captured_trace_, self.rank_, self.base_square_loss_ = captured, to_u.shape[0], base_sq
+    self.captured_trace_, self.rank_, self.base_square_loss_ = captured, rank, base_sq
     self._fitted, self._stack_cache, self.seconds_ = p, None, time.perf_counter() - t0
     return self
+
 
 # %% ../nbs/08_dimfreedecal.ipynb #662d0c8d
 @patch
@@ -457,7 +488,10 @@ def _check_fitted(self:DimFreeDeCal, pred=None):
 
 @patch
 def transform(self:DimFreeDeCal, pred:Embedding) -> Embedding:
-    "Calibrated predictions for new base predictions `pred` (same kind as the fitted ones), in batches."
+    "Calibrated predictions for new base predictions `pred` (same kind as the fitted ones), in batches; on Dask, a map over its blocks."
+    if _on_dask(pred):                                 # a deccal.dask.DaskEmbedding: the same, block by block where the rows live
+        from deccal.dask import _transform_on_dask
+        return _transform_on_dask(self, pred)
     self._check_fitted(pred)
     b, S = self.basis_, self._stacked()
     atoms, _ = b.expand(np.zeros((0, b.m)))
@@ -513,6 +547,154 @@ def truncated(self:DimFreeDeCal,
     c.rounds_ = c.all_rounds_ = self.all_rounds_[:T]
     c.history_, c._stack_cache, c.best_round_ = [dict(h) for h in self.history_[:T + 1]], None, int(T)
     return c
+
+# %% ../nbs/08_dimfreedecal.ipynb #a1b2c3d4
+class _Rows:
+    "A block of rows in whitened coordinates: p(x) = gamma p0(x) + (patches with coordinates x); hu, hyu: to_u <v, p0(x)>, to_u <v, phi(y)>."
+    def __init__(self, w, gamma, x, hu, hyu, s0, py, kyy):
+        self.w, self.gamma, self.x, self.hu, self.hyu, self.s0, self.py, self.kyy = w, gamma, x, hu, hyu, s0, py, kyy
+
+    @classmethod
+    def build(cls, kernel, basis, to_u, pred, Y, w=None):
+        "The block's state before any patch (w: its weights, or None for equal weights)."
+        hu, hyu = basis.h(pred) @ to_u.T, basis.h_outcomes(Y) @ to_u.T
+        return cls(None if w is None else np.asarray(w, float), np.ones(pred.n), np.zeros_like(hu), hu, hyu,
+                   pred.sq_norms(kernel), pred.evaluate_paired(kernel, Y), kernel.diag(Y))
+
+    def coords(self): return self.gamma[:, None] * self.hu + self.x      # S: the coordinates of p(x)
+
+    def sq_norms(self): return self.gamma**2 * self.s0 + np.einsum('ir,ir->i', self.x, 2 * self.gamma[:, None] * self.hu + self.x)
+
+    def weight(self): return float(len(self.gamma)) if self.w is None else float(self.w.sum())
+
+    def square_loss_sum(self):
+        "(sum of w ||p(x) - phi(y)||^2, sum of w) over the block."
+        g = self.sq_norms() - 2 * (self.gamma * self.py + np.einsum('ir,ir->i', self.x, self.hyu)) + self.kyy
+        return float(g.sum() if self.w is None else self.w @ g), self.weight()
+
+    def project(self, R2):
+        "A new block with every p(x) projected onto the ball of radius R2."
+        s = np.minimum(1.0, R2 / np.sqrt(np.maximum(self.sq_norms(), 1e-300)))
+        return _Rows(self.w, self.gamma * s, self.x * s[:, None], self.hu, self.hyu, self.s0, self.py, self.kyy)
+
+    def take(self, idx):
+        "Search rows: (S, T, w) at local row indices idx."
+        S = self.coords()[idx]
+        return S, self.hyu[idx] - S, None if self.w is None else self.w[idx]
+
+    def rule(self, U, beta): return quantal_response(self.coords() @ U.T, beta)   # the decisions of the rule l' with coordinates U
+
+    def stats(self, U, beta):
+        "The block's sums for the round: (sum w k_a T (A, r), sum w k k^T (A, A), sum w)."
+        S = self.coords()
+        k = quantal_response(S @ U.T, beta)
+        wk = k if self.w is None else self.w[:, None] * k
+        return wk.T @ (self.hyu - S), wk.T @ k, self.weight()
+
+    def gap_sums(self, U, unit, beta):
+        "Sums for the witnessed pair's mean gap and its standard error: (sum w g, sum w g^2, sum w, sum w^2)."
+        S = self.coords()
+        g = np.einsum('ia,ia->i', quantal_response(S @ U.T, beta), (self.hyu - S) @ unit.T)
+        w = np.ones(len(g)) if self.w is None else self.w
+        return float(w @ g), float(w @ g**2), float(w.sum()), float(w @ w)
+
+    def patch(self, U, Du, beta, R2):
+        "A new block after the round's patch (rule U, directions Du, both in whitened coordinates) and the projection."
+        return _Rows(self.w, self.gamma, self.x + self.rule(U, beta) @ Du, self.hu, self.hyu, self.s0, self.py, self.kyy).project(R2)
+
+class _LocalRows:
+    "Blocks of rows held in this process: `map` gives new blocks, `each` collects each block's (small) result."
+    def __init__(self, blocks, sizes): self.blocks, self.sizes = blocks, sizes
+
+    @classmethod
+    def build(cls, kernel, basis, to_u, pred, Y, w=None, block_rows=None):
+        "Blocks of `block_rows` rows (default: temporaries within MEMORY_BUDGET)."
+        n = pred.n
+        spans = (row_blocks(n, 8.0 * (2 * basis.m * max(pred.Z.shape[1], 1) + 8 * to_u.shape[0])) if block_rows is None
+                 else [(i, min(n, i + block_rows)) for i in range(0, n, block_rows)])
+        return cls([_Rows.build(kernel, basis, to_u, pred[i0:i1], Y[i0:i1], None if w is None else w[i0:i1]) for i0, i1 in spans],
+                   [i1 - i0 for i0, i1 in spans])
+
+    def map(self, method, *args): return _LocalRows([getattr(b, method)(*args) for b in self.blocks], self.sizes)
+
+    def each(self, method, *args, per=None):
+        return [getattr(b, method)(*((per[i],) if per is not None else ()), *args) for i, b in enumerate(self.blocks)]
+
+def _split_rows(idx, sizes) -> list:
+    "Sorted global row indices as local indices per block of the given sizes."
+    ends = np.cumsum(sizes)
+    cut = np.searchsorted(idx, ends)
+    return [part - (e - s) for part, e, s in zip(np.split(idx, cut[:-1]), ends, sizes)]
+
+def _gather_search(rows, idx):
+    "S, T and the search's weights (summing to 1) at sorted global rows idx, gathered from the blocks."
+    parts = rows.each('take', per=_split_rows(idx, rows.sizes))
+    S, T = np.vstack([q[0] for q in parts]), np.vstack([q[1] for q in parts])
+    w = None if parts[0][2] is None else np.concatenate([q[2] for q in parts])
+    if w is None or not w.sum() > 0: return S, T, np.full(len(S), 1.0 / len(S))   # (a part of weight 0: searched unweighted)
+    return S, T, w / w.sum()
+
+# %% ../nbs/08_dimfreedecal.ipynb #a1b2c3d5
+@patch
+def _fit_rows(self:DimFreeDeCal,
+              p:dict,              # the checked parameters
+              n:int,               # the number of rows the patches are fitted on
+              R2:float,            # the radius of the prediction ball
+              caps:tuple,          # (the theorem's bound on rounds, the cap the fit uses)
+              sample,              # sample(idx) -> (Embedding, Y) of the rows idx (sorted), in memory: the basis is chosen from them
+              make_rows,           # make_rows(basis, to_u) -> the row blocks (_LocalRows, or deccal.dask's blocks on a cluster)
+              make_hold,           # the same for the held-out rows, or None
+              t0:float,            # the fit's start (time.perf_counter())
+             ):
+    "Algorithm 1 on row blocks: the basis from `search_max` rows, each round's search on `search_max` rows, the patch on every row."
+    k_, A, beta, R1 = p['kernel'], p['n_actions'], p['beta'], p['R1']
+    bound, max_rounds = caps
+    m = min(n, p['search_max'])
+    basis, captured = _make_basis(k_, *sample(np.sort(np.random.default_rng([p['seed'], 3]).choice(n, m, replace=False))),
+                                  p['exact_max'], p['trace_tol'], p['max_rank'])
+    to_u, _ = _whiten(basis.K, p['trace_tol'], p['max_rank'])
+    rows = make_rows(basis, to_u)
+    hold = None if make_hold is None else make_hold(basis, to_u).map('project', R2)
+    mean = lambda sums: sum(s for s, _ in sums) / sum(w for _, w in sums)
+    base_sq = mean(rows.each('square_loss_sum'))          # the base predictor's square loss, before the projection
+    rows = rows.map('project', R2)
+    rng = np.random.default_rng(p['seed'])
+    rounds, history, U_prev, held_losses = [], [], None, []
+    target, stop = 0.75 * p['eps'], "max_rounds"
+    pb = Progress(1.0, type(self).__name__, enabled=p['verbose'], count=False)
+    for t in range(max_rounds + 1):
+        rec = dict(round=t, square_loss=mean(rows.each('square_loss_sum')))
+        if hold is not None:
+            held_losses.append(mean(hold.each('square_loss_sum')))
+            rec.update(holdout_square_loss=held_losses[-1])
+        if p['early_stopping'] and t - int(np.argmin(held_losses)) >= p['n_iter_no_change']: stop = "early_stopping"
+        if t == max_rounds or stop == "early_stopping":
+            rec.update(audit_value=None); history.append(rec); break
+        srch = np.sort(rng.choice(n, m, replace=False)) if n > m else np.arange(n)
+        S, T, ws = _gather_search(rows, srch)
+        U, _ = _search(S, T, ws, beta, R1, A, p['n_starts'], rng, p['max_iter'], [] if U_prev is None else [U_prev])
+        U_prev = U
+        st = rows.each('stats', U, beta)                  # each block reduced to (A, r), (A, A) and its weight
+        W = sum(q[2] for q in st)
+        g, Dhat = sum(q[0] for q in st) / W, sum(q[1] for q in st) / W
+        Gn = np.linalg.norm(g, axis=1)
+        value = float(R1 * Gn.sum())
+        rec.update(audit_value=value)
+        if hold is not None:                              # the witnessed pair re-measured on held-out data
+            sw, sw2, ww, ww2 = np.sum(hold.each('gap_sums', U, _unit(g, Gn, R1), beta), axis=0)
+            mg, n_eff = sw / ww, ww**2 / ww2
+            rec.update(holdout_value=float(mg), holdout_se=float(np.sqrt(max(sw2 / ww - mg**2, 0) / (n_eff - 1))) if n_eff > 1 else float('inf'))
+        history.append(rec)
+        pb.update(_progress_fraction(value, history[0]['audit_value'], target, t, max_rounds),
+                  f"round {t}/{max_rounds}  audit value {value:.4g} (stop at {target:.4g})  square loss {rec['square_loss']:.5g}"
+                  + (f"  held out {rec['holdout_square_loss']:.5g}" if hold is not None else ''))
+        if value <= target: stop = "target"; break
+        Du, eta = self._directions(g, Gn, Dhat, p)
+        D = Du @ to_u
+        rounds.append(dict(C=U @ to_u, D=D, KD=D @ basis.K, eta=eta))
+        rows = rows.map('patch', U, Du, beta, R2)
+        if hold is not None: hold = hold.map('patch', U, Du, beta, R2)
+    return self._finish_fit(p, basis, rounds, history, held_losses, stop, pb, R2, bound, n, captured, to_u.shape[0], base_sq, t0)
 
 # %% ../nbs/08_dimfreedecal.ipynb #e5cf69db
 @patch

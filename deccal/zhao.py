@@ -31,9 +31,8 @@ class ZhaoDeCal(DimFreeDeCal):
         self.kernel, self.regularizer = kernel, regularizer
         for name, default in _OPTIONS.items(): setattr(self, name, options.get(name, default))
 
-    def _directions(self, g, Gn, k, w, p:dict):
+    def _directions(self, g, Gn, Dhat, p:dict):
         "The patch G^T (D_hat + regularizer I)^{-1} k(x): directions d_b = sum_a [(D_hat + regularizer I)^{-1}]_ab G_a, in whitened coordinates."
-        Dhat = (w[:, None] * k).T @ k
         M = Dhat + p['regularizer'] * np.eye(len(Dhat))
         ev = np.linalg.eigvalsh(M)
         if ev.min() <= 1e-12 * max(ev.max(), 1e-300):

@@ -1,0 +1,132 @@
+"""deccal.dask on a LocalCluster with two worker processes: the Dask path gives the in-memory path's numbers.
+
+Where only the order of summation differs (a transform, one round's statistics, the audit objective and its
+gradient, a whole audit) they agree to 1e-8 relative; whole fits follow the same rounds (checked round by round).
+"""
+import subprocess, sys
+import numpy as np
+import pytest
+
+da = pytest.importorskip('dask.array')
+distributed = pytest.importorskip('distributed')
+import deccal
+from deccal import Embedding, RBF, DimFreeDeCal, ZhaoDeCal, audit
+from deccal.dask import DaskEmbedding, _DaskRows, _Coords, _objective_on_dask
+from deccal.dimfree import _LocalRows, _Rows, _make_basis, _whiten, _split_rows
+from deccal.audit import _objective, _landmark_coords
+
+N, CH = 1600, 400
+FIT = dict(n_actions=3, beta=6.0, eps=0.005, step='line-search', max_rounds=5, search_max=600, max_rank=60, n_starts=1)
+
+
+@pytest.fixture(scope='module')
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    c = distributed.Client(cluster)
+    yield c
+    c.close(); cluster.close()
+
+
+@pytest.fixture(scope='module')
+def data():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(N, 3))
+    px, y = 0.8 * x, x + 0.3 * rng.normal(size=(N, 3))
+    return px, y, DaskEmbedding.from_points(da.from_array(px, chunks=CH)), da.from_array(y, chunks=CH)
+
+
+def rel(a, b): return float(np.max(np.abs(np.asarray(a) - np.asarray(b))) / max(np.max(np.abs(b)), 1e-300))
+
+
+def test_split_rows_brute_force():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        sizes = list(rng.integers(1, 7, rng.integers(1, 6)))
+        idx = np.sort(rng.choice(sum(sizes), rng.integers(0, sum(sizes) + 1), replace=False))
+        starts = np.cumsum([0] + sizes[:-1])
+        want = [np.array([i - s for i in idx if s <= i < s + z]) for s, z in zip(starts, sizes)]
+        got = _split_rows(idx, sizes)
+        assert len(got) == len(sizes) and all(np.array_equal(g, w) for g, w in zip(got, want))
+
+
+def test_transform_stats_objective(client, data):
+    px, y, dp, dy = data
+    cal = DimFreeDeCal(RBF(0.5), early_stopping=False, **dict(FIT, search_max=20000)).fit(Embedding.from_points(px[:800]), y[:800])
+    t_mem, t_dask = cal.transform(Embedding.from_points(px[800:])), cal.transform(dp[800:]).compute()
+    assert rel(t_dask.theta, t_mem.theta) < 1e-8 and rel(t_dask.gamma, t_mem.gamma) < 1e-8
+    basis, _ = _make_basis(RBF(0.5), Embedding.from_points(px[:300]), y[:300], 0, 1e-8, 50)
+    to_u, _ = _whiten(basis.K, 1e-8, 50)
+    w = np.random.default_rng(1).uniform(0.2, 2, N)
+    loc = _LocalRows.build(RBF(0.5), basis, to_u, Embedding.from_points(px), y, w)
+    rem = _DaskRows.build(_Rows, RBF(0.5), basis, to_u, dp, dy, da.from_array(w, chunks=CH))
+    U = np.random.default_rng(2).normal(size=(3, to_u.shape[0])) * 0.2
+    for i in range(3):
+        assert rel(sum(q[i] for q in rem.each('stats', U, 6.0)), sum(q[i] for q in loc.each('stats', U, 6.0))) < 1e-8
+    assert rel(sum(q[0] for q in rem.each('square_loss_sum')), sum(q[0] for q in loc.each('square_loss_sum'))) < 1e-8
+    crd = _DaskRows.build(_Coords, RBF(0.5), basis, to_u, dp, dy, da.from_array(w / w.sum(), chunks=CH))
+    SP, SR = _landmark_coords(basis, to_u, Embedding.from_points(px), y)
+    v = np.random.default_rng(4).normal(size=3 * to_u.shape[0]) * 0.3
+    (f0, g0), (f1, g1) = _objective(v, SP, SR, w / w.sum(), 6.0, 1.0, 3), _objective_on_dask(v, crd, 6.0, 1.0, 3)
+    assert abs(f1 / f0 - 1) < 1e-8 and rel(g1, g0) < 1e-8
+
+
+def test_audit_equal_with_weights_and_holdout(client, data):
+    px, y, dp, dy = data
+    w = np.random.default_rng(5).uniform(0, 2, N) / N
+    kw = dict(n_actions=3, beta=6.0, method='landmarks', search_max=600, n_starts=2, max_rank=60,
+              holdout=(Embedding.from_points(px[:300]), y[:300]))
+    a = audit(Embedding.from_points(px), y, RBF(0.5), weights=w, **kw)
+    b = audit(dp, dy, RBF(0.5), weights=da.from_array(w, chunks=CH), **kw)
+    assert abs(b.value / a.value - 1) < 1e-8 and abs(b.holdout_value / a.holdout_value - 1) < 1e-8
+    assert b.info['search_rows'] == 600 and b.info['blocks'] == N // CH
+    g = deccal.gap_function(Embedding.from_points(px), y, b.loss, b.rule_loss, beta=6.0)
+    assert b.value == pytest.approx(abs(w @ g), rel=1e-9)            # the value is the pair's exact weighted error on every row
+
+
+@pytest.mark.parametrize('cls', [DimFreeDeCal, ZhaoDeCal])
+def test_whole_fits_follow_the_same_rounds(client, data, cls):
+    px, y, dp, dy = data
+    sw = np.random.default_rng(6).uniform(0.5, 1.5, N)
+    a = cls(RBF(0.5), **{k: v for k, v in FIT.items() if cls is DimFreeDeCal or k != 'step'}).fit(Embedding.from_points(px), y, sample_weight=sw)
+    b = cls(RBF(0.5), **{k: v for k, v in FIT.items() if cls is DimFreeDeCal or k != 'step'}).fit(dp, dy, sample_weight=da.from_array(sw, chunks=CH))
+    assert len(a.history_) == len(b.history_) and a.best_round_ == b.best_round_ and a.stop_reason_ == b.stop_reason_
+    for ha, hb in zip(a.history_, b.history_):                      # early stopping's held-out part: the same rows
+        for k in ('square_loss', 'holdout_square_loss', 'audit_value', 'holdout_value'):
+            if ha.get(k) is not None: assert hb[k] == pytest.approx(ha[k], rel=1e-7), (k, ha, hb)
+    new = Embedding.from_points(px[:200])
+    assert rel(b.transform(new).sq_norms(RBF(0.5)), a.transform(new).sq_norms(RBF(0.5))) < 1e-7
+    assert b.dask_traffic_['rounds'] == len(b.all_rounds_) and b.dask_traffic_['received'] > 0
+
+
+def test_traffic_does_not_grow_with_n(client):
+    rng = np.random.default_rng(8)
+    per_round = []
+    for n in (1200, 2400):
+        x = rng.normal(size=(n, 2))
+        dp, dy = DaskEmbedding.from_points(da.from_array(0.8 * x, chunks=n // 3)), da.from_array(x + 0.3 * rng.normal(size=(n, 2)), chunks=n // 3)
+        f = DimFreeDeCal(RBF(0.5), early_stopping=False, **dict(FIT, max_rounds=2, search_max=500)).fit(dp, dy)
+        per_round.append(f.dask_traffic_['received'] / f.dask_traffic_['rounds'])
+    assert abs(per_round[1] / per_round[0] - 1) < 0.1, per_round
+
+
+def test_errors(client, data):
+    px, y, dp, dy = data
+    with pytest.raises(deccal.DeccalError) as e: DimFreeDeCal(RBF(0.5), sample='split', max_rounds=2).fit(dp, dy)
+    assert e.value.arg == 'sample'
+    with pytest.raises(deccal.DeccalError) as e: audit(dp, dy, RBF(0.5), method='randomized')
+    assert e.value.arg == 'method'
+    with pytest.raises(deccal.DeccalTypeError) as e: DimFreeDeCal(RBF(0.5)).fit(Embedding.from_points(px), dy)
+    assert e.value.arg == 'pred'
+    with pytest.raises(deccal.DeccalError) as e: audit(dp, dy[:10], RBF(0.5))
+    assert e.value.arg == 'Y'
+    bad = y.copy(); bad[5, 0] = np.nan
+    with pytest.raises(deccal.DeccalError) as e: audit(dp, da.from_array(bad, chunks=CH), RBF(0.5), method='landmarks')
+    assert e.value.arg == 'Y'
+    with pytest.raises(deccal.DeccalError) as e: DaskEmbedding(da.zeros((4, 1, 2)), da.ones((4, 3)))
+    assert e.value.arg == 'W'
+
+
+def test_import_without_dask_says_how_to_install():
+    code = "import sys; sys.modules['dask'] = None\ntry:\n    import deccal.dask\nexcept ImportError as e: print(e)"
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == 'deccal.dask needs dask: pip install "deccal[dask]"', out
