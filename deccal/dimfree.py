@@ -603,7 +603,7 @@ class _Rows:
         return _Rows(self.w, self.gamma, self.x + self.rule(U, beta) @ Du, self.hu, self.hyu, self.s0, self.py, self.kyy).project(R2)
 
 class _LocalRows:
-    "Blocks of rows held in this process: `map` gives new blocks, `each` collects each block's (small) result."
+    "Blocks of rows held in this process: `map` replaces each block by a new one, `each` collects each block's (small) result."
     def __init__(self, blocks, sizes): self.blocks, self.sizes = blocks, sizes
 
     @classmethod
@@ -615,7 +615,10 @@ class _LocalRows:
         return cls([_Rows.build(kernel, basis, to_u, pred[i0:i1], Y[i0:i1], None if w is None else w[i0:i1]) for i0, i1 in spans],
                    [i1 - i0 for i0, i1 in spans])
 
-    def map(self, method, *args): return _LocalRows([getattr(b, method)(*args) for b in self.blocks], self.sizes)
+    def map(self, method, *args):
+        "Replace every block by `block.method(*args)`, one block after the other (so that only one block's old state is held twice); returns self."
+        for i, b in enumerate(self.blocks): self.blocks[i] = getattr(b, method)(*args)
+        return self
 
     def each(self, method, *args, per=None):
         return [getattr(b, method)(*((per[i],) if per is not None else ()), *args) for i, b in enumerate(self.blocks)]
