@@ -21,7 +21,7 @@ the time goes is written to the results.
 Each n runs in a fresh subprocess (`--one N`): a warm-up fit on 300 points (in-memory path) and one on 600 points
 with search_max=300 (row-block path), so Numba's compile or cache load is excluded; then one timed fit.  Peak
 memory = VmHWM during the fit - VmRSS before it (VmHWM reset through /proc/self/clear_refs).  Interference:
-before each run the parent waits (up to 10 minutes) until other processes use less than 10% of the CPUs
+before each run the parent waits (up to 60 s; the first series waited up to 10 minutes) until other processes use less than 10% of the CPUs
 (the checkout is shared); `others busy` = share of the CPUs other processes used in the second before the run (as audit_scale.py), and
 `others during` = the same over the timed fit (whole-machine busy CPU from /proc/stat minus this process's).
 The fit's parts are timed by wrapping deccal.dimfree's module functions in the subprocess (no library code is
@@ -45,7 +45,7 @@ NS = [1000, 3000, 10_000, 30_000, 100_000, 300_000, 1_000_000]
 KW = dict(n_actions=5, beta=10.0, R1=1.0, eps=0.02, step='line-search', early_stopping=False)
 MAX_ROUNDS = 20
 TIMEOUT = 15 * 60            # seconds: a run longer than this is stopped
-IDLE_WAIT = 600              # seconds: before each run, wait up to this long for other processes to use < 10% of the CPUs
+IDLE_WAIT = 60               # seconds: before each run, wait up to this long for other processes to use < 10% of the CPUs (the machine stayed busy)
 GB = 1e9
 OUT = os.path.join(REPO, 'bench', 'fit_scale_results.md')
 PNG = os.path.join(REPO, 'bench', 'fit_scale.png')

@@ -2,14 +2,14 @@
 
 Prints figures; it is not a test.  Usage:
 
-    python bench/run_to_run.py            # n = 100,000, 10 rounds (a few minutes); writes bench/run_to_run_results.md
-    python bench/run_to_run.py --n 30000  # another size, nothing written
+    python bench/run_to_run.py             # n = 30,000, 10 rounds (a few minutes); writes bench/run_to_run_results.md
+    python bench/run_to_run.py --n 100000  # another size, nothing written
 
 A fit is a chain of searches (multi-start L-BFGS), and a search can turn a difference in the last digit of
 its input into another local optimum, so two runs of the same fit on the same data need not give the same
 rounds. This script measures that spread for the in-memory path, the same fit with 1 and with 2 BLAS threads
 (OPENBLAS_NUM_THREADS, each in a fresh process), and runs the fit on Dask (a LocalCluster with 2 worker
-processes of 1 thread, blocks of 25,000 rows) with the same data and seed. Scenario as bench/audit_scale.py:
+processes of 1 thread, blocks of n/4 rows) with the same data and seed. Scenario as bench/audit_scale.py:
 x ~ N(0, I_3), point forecasts 0.8 x, outcomes x + 0.3 N(0, I_3), RBF gamma = 0.5, 5 actions, beta = 10,
 R1 = 1, eps = 0.02, line search, 10 rounds, early_stopping=False, search_max at its default (20,000), so the
 fit takes the row-block path. Reported per run: the audit value of every round and the final square loss;
@@ -44,7 +44,7 @@ def one(n, mode):
         from deccal.dask import DaskEmbedding
         with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cl, Client(cl):
             t0 = time.perf_counter()
-            c = DimFreeDeCal(RBF(0.5), **KW).fit(DaskEmbedding.from_points(da.from_array(px, chunks=25_000)), da.from_array(y, chunks=25_000))
+            c = DimFreeDeCal(RBF(0.5), **KW).fit(DaskEmbedding.from_points(da.from_array(px, chunks=n // 4)), da.from_array(y, chunks=n // 4))
             secs = time.perf_counter() - t0
     else:
         c = DimFreeDeCal(RBF(0.5), **KW).fit(Embedding.from_points(px), y)
@@ -68,7 +68,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.one:
         print(json.dumps(one(a.one, a.mode))); return
-    n = a.n or 100_000
+    n = a.n or 30_000
     runs = {m: run(n, m) for m in ('mem1', 'mem2', 'dask')}
     for m, r in runs.items():
         print(f"{m}: {r['seconds']:.1f} s, rank {r['rank']}, audit values {np.round(r['values'], 5).tolist()}, final square loss {r['square_loss']:.6f}")
@@ -79,7 +79,7 @@ def main(argv=None):
     if a.n is None:
         from deccal.checks import atomic_write
         lines = ['# Run-to-run variation of a fit, and the Dask path', '', machine_info(('dimfree.py', 'dask.py')), '',
-                 'Produced by `python bench/run_to_run.py` (n = 100,000; 10 rounds; see the script for the scenario).', '',
+                 'Produced by `python bench/run_to_run.py` (n = 30,000; 10 rounds; see the script for the scenario).', '',
                  '| run | seconds | rank | final square loss | audit values per round |', '|---|---|---|---|---|']
         names = dict(mem1='in memory, 1 BLAS thread', mem2='in memory, 2 BLAS threads', dask='Dask, LocalCluster 2 x 1 thread')
         for m, r in runs.items():
