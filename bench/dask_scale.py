@@ -4,6 +4,7 @@ Prints figures; it is not a test.  Usage:
 
     python bench/dask_scale.py                              # n = 1e5 (chunks 25,000) and 3e5 (chunks 50,000); writes bench/dask_scale_results.md
     python bench/dask_scale.py --n 100000 --chunk 25000     # one chosen size, nothing written
+    python bench/dask_scale.py --cache /tmp/dask_scale.jsonl  # keep each finished case there; a rerun skips them
 
 Scenario (as bench/fit_scale.py and bench/audit_scale.py): point forecasts in R^3, RBF gamma = 0.5, 5 actions,
 beta = 10, R1 = 1; the fit with eps = 0.02, step='line-search', early_stopping=False and max_rounds = 10 (every
@@ -44,7 +45,7 @@ FIT = dict(n_actions=5, beta=10.0, R1=1.0, eps=0.02, step='line-search', early_s
 AUD = dict(n_actions=5, beta=10.0, R1=1.0, method='landmarks')
 ROUNDS = 10
 TIMEOUT = 60 * 60
-IDLE_WAIT = 600
+IDLE_WAIT = 60                # seconds: before each case, wait up to this long for other processes to use < 10% of the CPUs
 GB = 1e9
 OUT = os.path.join(REPO, 'bench', 'dask_scale_results.md')
 
@@ -110,7 +111,16 @@ def one(n, chunk, rounds=ROUNDS):
     src = sources()
     from _measure import blas_threads
     client_blas = blas_threads()
-    T = instrument()                                        # client-side timers: _search, _gather_search, _make_basis, _whiten
+    marks = []                                              # (time, search s, gather s so far) at each round's patch: the steady per-round figures
+    def mark(event):
+        if event == 'round': marks.append((time.perf_counter(), T.get('search', 0.0), T.get('gather', 0.0)))
+    T = instrument(mark)                                    # client-side timers: _search, _gather_search, _make_basis, _whiten
+    dmap = ddk._DaskRows.map
+    def dask_map(self, method, *args):
+        out = dmap(self, method, *args)
+        if method == 'patch': mark('round')
+        return out
+    ddk._DaskRows.map = dask_map
     bt = {}
     build = ddk._DaskRows.build
     def dask_build(*a, **k):
@@ -151,17 +161,18 @@ def one(n, chunk, rounds=ROUNDS):
         return dict(m, rounds=len(cal.all_rounds_), rank=int(cal.rank_), audit_values=[r['audit_value'] for r in h if r.get('audit_value') is not None],
                     square_losses=[r['square_loss'] for r in h], search_s=timers.get('search', 0.0), search_calls=timers.get('search_calls', 0),
                     gather_s=timers.get('gather', 0.0), basis_s=timers.get('basis', 0.0) + timers.get('whiten', 0.0),
-                    build_rows_s=timers.get('build_rows', 0.0), traffic=getattr(cal, 'dask_traffic_', None), stop_reason=cal.stop_reason_)
+                    build_rows_s=timers.get('build_rows', 0.0), traffic=getattr(cal, 'dask_traffic_', None), stop_reason=cal.stop_reason_,
+                    marks=list(marks))
 
-    T.clear()
+    T.clear(); marks.clear()
     cal, m = meter(DimFreeDeCal(k, max_rounds=rounds, **FIT).fit, pred, y, reset=True)
     res['fit_memory'] = fit_record(cal, m, T); del cal
 
-    T.clear(); bt.clear()
+    T.clear(); bt.clear(); marks.clear()
     cal, m = meter(DimFreeDeCal(k, max_rounds=0, **FIT).fit, dpred, dy)
     res['fit_dask_setup'] = dict(fit_record(cal, m, T), dask_build_call_s=bt.get('seconds', 0.0)); del cal
 
-    T.clear(); bt.clear()
+    T.clear(); bt.clear(); marks.clear()
     cal, m = meter(DimFreeDeCal(k, max_rounds=rounds, **FIT).fit, dpred, dy, reset=True)
     res['fit_dask'] = dict(fit_record(cal, m, T), dask_build_call_s=bt.get('seconds', 0.0)); del cal
 
@@ -196,6 +207,12 @@ def per_round(r):
     mem_setup = fm['basis_s'] + fm['build_rows_s']
     out['mem_rows'] = (fm['seconds'] - mem_setup - fm['search_s'] - fm['gather_s']) / fm['rounds']   # the work on every row, per round
     out['dask_rows'] = (fd['seconds'] - su['seconds'] - fd['search_s'] - fd['gather_s']) / R          # the same on Dask (setup: the max_rounds=0 fit)
+    for key, f in (('mem', fm), ('dask', fd)):             # steady state: between consecutive patches (round t's patch to round t+1's)
+        mk = np.array(f.get('marks') or [])
+        if len(mk) >= 3:
+            d = np.diff(mk, axis=0)
+            out[key + '_steady'] = float(d[:, 0].mean())
+            out[key + '_rows'] = float((d[:, 0] - d[:, 1] - d[:, 2]).mean())    # replaces the estimate above: time per round minus search and gathering
     a, b = fm['audit_values'], fd['audit_values']
     L = min(len(a), len(b))
     out['max_rel_audit'] = float(max(abs(x - y) / abs(x) for x, y in zip(a[:L], b[:L]))) if L else float('nan')
@@ -208,45 +225,49 @@ def cost_model(res):
     pr = {r['n']: per_round(r) for r in res}
     big = max(pr); P = pr[big]; rb = next(r for r in res if r['n'] == big)
     n_big = big
-    # per-row work per round on 2 cores: the in-memory per-round time without the search and the gathering, divided by n (largest n);
+    # per-row work per round on 2 cores: the in-memory time per round without the search and the gathering, divided by n (largest n);
     # the Dask figure (2 workers x 1 thread, scheduling included) and the plain per-round time / n are kept for comparison
     t_row_mem, t_row_dask, t_row_all = P['mem_rows'] / n_big, P['dask_rows'] / n_big, P['mem_s'] / n_big
     t_row = t_row_mem
-    # setup per row on 2 cores (Dask: the max_rounds=0 fit minus the client's basis), and the client's basis (constant)
-    su = rb['fit_dask_setup']
+    su = rb['fit_dask_setup']                    # setup per row on 2 cores (the max_rounds=0 Dask fit minus the client's basis), and the basis
     t_setup_row = max(su['seconds'] - su['basis_s'], 0) / n_big
     t_basis = su['basis_s']
     t_search = float(np.mean([pr[n]['dask_search'] for n in pr] + [pr[n]['mem_search'] for n in pr]))
-    # traffic per round = a + b * blocks (least squares over the cases; exact with two)
-    Bs = np.array([pr[n]['B'] for n in sorted(pr)], float)
+    t_gather_client = float(np.mean([pr[n]['mem_gather'] for n in pr]))   # stacking the 20,000 search rows in the client (in-memory figure)
+    Bs = np.array([pr[n]['B'] for n in sorted(pr)], float)               # traffic per round = a + b * blocks (least squares; exact with two cases)
     sent = np.array([pr[n]['sent_rounds'] for n in sorted(pr)]); recv = np.array([pr[n]['received_rounds'] for n in sorted(pr)])
     if len(Bs) > 1 and np.ptp(Bs) > 0:
         bs, as_ = np.polyfit(Bs, sent, 1); br, ar = np.polyfit(Bs, recv, 1)
-    else:   # one case: the fixed part received is the search rows (search_max x 2 r numbers); the rest is per block
-        ar = float(2 * 20_000 * rb['fit_dask']['rank'] * 8)
-        as_, bs, br = 0.0, sent[0] / Bs[0], max(recv[0] - ar, 0.0) / Bs[0]
-    per_task = float(np.median([r['per_task_s'] for r in res]))
+    else:
+        rank0 = rb['fit_dask']['rank']; ar = 20_000 * 2 * rank0 * 8.0
+        as_, bs, br = 0.0, sent[0] / Bs[0], max(recv[0] - ar, 0) / Bs[0]
+    per_task_meas = float(np.median([r['per_task_s'] for r in res]))
+    per_task = 1e-3                               # distributed's documented ~1 ms per task (a scheduler with a core of its own)
     rank = rb['fit_dask']['rank']
-    n9, chunk9, cores = 1e9, 250_000, 2
+    peak_ratio = [p / (r['n'] / 2 * rank * 8 / GB) for r in res for p in r['fit_dask']['workers_peak_gb']]   # measured: worker peak / (its rows x r x 8)
+    n9, chunk9 = 1e9, 250_000
     B9 = int(n9 / chunk9)
-    tasks_round = 4 * B9                        # per block and round: square_loss_sum, take, stats, patch
-    bw = 1.25e9                                 # bytes/s: the client's link, 10 Gbit/s
-    lat = 3 * 0.01                              # three synchronous client <-> cluster exchanges per round, 10 ms each
+    tasks_round = 4 * B9                          # per block and round: square_loss_sum, take, stats, patch
+    bw = 1.25e9                                   # bytes/s: the client's link, 10 Gbit/s
+    lat = 3 * 0.01                                # three synchronous client <-> cluster exchanges per round, 10 ms each
     rows = []
     for N in (10, 100, 1000):
-        row_s = t_row * n9 / N                   # N workers of 2 cores, each a copy of this machine's measured rate
+        row_s = t_row * n9 / N                    # N workers of 2 cores, each at this machine's measured 2-core rate
         comm_bytes = (as_ + bs * B9) + (ar + br * B9)
         comm_s = comm_bytes / bw
-        sched_s = tasks_round * max(per_task, 1e-3)
-        total_round = t_search + row_s + comm_s + sched_s + lat
-        setup = t_basis + t_setup_row * n9 / N + 2 * B9 * max(per_task, 1e-3) + 1.0   # + the R2 pass and the build's tasks, + 1 s for shipping the basis
-        mem_state = 3 * n9 * rank * 8 / N
-        rows.append(dict(N=N, blocks=B9, blocks_per_worker=B9 / N, search_s=t_search, rows_s=row_s, comm_bytes=comm_bytes, comm_s=comm_s,
-                         sched_s=sched_s, latency_s=lat, round_s=total_round, rounds20_s=setup + 20 * total_round, setup_s=setup,
-                         state_gb_per_worker=mem_state / GB, peak_gb_per_worker=mem_state * 4 / 3 / GB + n9 / N * 96 / GB))
-    inputs = dict(t_row_mem=t_row_mem, t_row_dask=t_row_dask, t_row_all=t_row_all, t_row=t_row, t_setup_row=t_setup_row, t_basis=t_basis, t_search=t_search,
-                  sent_a=as_, sent_b=bs, recv_a=ar, recv_b=br, per_task=per_task, rank=rank, n=n9, chunk=chunk9, blocks=B9,
-                  tasks_round=tasks_round, bandwidth=bw, latency=lat, from_n=n_big)
+        sched_s, sched_meas = tasks_round * per_task, tasks_round * per_task_meas
+        base = t_search + t_gather_client + row_s + comm_s + lat
+        setup = t_basis + t_setup_row * n9 / N + 2 * B9 * per_task + 1.0    # the R2 pass and the build (2 tasks per block), + 1 s to ship the basis
+        state = 3 * n9 * rank * 8 / N
+        peak = state + n9 / N * 96 + 2 * chunk9 * rank * 8                 # + per-row vectors and raw data + one block's old coordinates per core
+        rows.append(dict(N=N, blocks=B9, blocks_per_worker=B9 / N, search_s=t_search, gather_s=t_gather_client, rows_s=row_s, comm_bytes=comm_bytes,
+                         comm_s=comm_s, sched_s=sched_s, sched_meas_s=sched_meas, latency_s=lat, round_s=base + sched_s, round_meas_s=base + sched_meas,
+                         setup_s=setup, rounds20_s=setup + 20 * (base + sched_s), rounds20_meas_s=setup + 20 * (base + sched_meas),
+                         state_gb_per_worker=state / GB, peak_gb_per_worker=peak / GB))
+    inputs = dict(t_row_mem=t_row_mem, t_row_dask=t_row_dask, t_row_all=t_row_all, t_row=t_row, t_setup_row=t_setup_row, t_basis=t_basis,
+                  t_search=t_search, t_gather_client=t_gather_client, sent_a=as_, sent_b=bs, recv_a=ar, recv_b=br, per_task=per_task,
+                  per_task_measured=per_task_meas, rank=rank, n=n9, chunk=chunk9, blocks=B9, tasks_round=tasks_round, bandwidth=bw, latency=lat,
+                  from_n=n_big, worker_peak_ratio=peak_ratio, mem_steady=P.get('mem_steady'), dask_steady=P.get('dask_steady'))
     return inputs, rows
 
 
@@ -277,8 +298,9 @@ def write(res):
                  f"{p['mem_s']:.2f} / {p['dask_s']:.2f} | {p['mem_search']:.2f} / {p['dask_search']:.2f} | {p['mem_gather']:.3f} / {p['dask_gather']:.3f} | "
                  f"{p['mem_rows']:.2f} / {p['dask_rows']:.2f} | {r['fit_dask_setup']['seconds']:.1f} | {fm['rounds']} / {fd['rounds']} | {p['max_rel_audit']:.2e} | "
                  f"{p['rel_sq']:.2e} | {fm['others_during']:.0%} / {fd['others_during']:.0%} |")
-    L += ['', '"rows s/round" = (time - setup - searches - gathering the search rows) / rounds: the work done on every row (square loss, the '
-          "rule's statistics, the patch and projection); for Dask the setup is the max_rounds=0 fit's time.", '',
+    L += ['', '"rows s/round" = the time between consecutive patches minus the search and the gathering of the search rows in between, averaged '
+          "over the rounds: the work done on every row per round (square loss, the rule's statistics, the patch and projection; on Dask also the "
+          'scheduling and serialization). "s/round" = total time / rounds (setup included).', '',
           '## Fit: communication per round', '',
           '| n | blocks | sent / round | received / round | sent / (round, block) | received / (round, block) | setup: sent / received (max_rounds=0 fit) | per round without the setup: sent / received | loopback / round (all, without setup) | workers peak GB (each) | client peak GB (in memory fit) |',
           '|---|---|---|---|---|---|---|---|---|---|---|']
@@ -309,48 +331,51 @@ def cost_lines(res):
          'Per round, the fit (`_fit_rows` on Dask blocks) does, in sequence: a square-loss pass over every block; gathering 20,000 search rows '
          '(S and T, 2 r numbers each) to the client; the search (L-BFGS, 2 random starts + the previous witness) on the client; one pass for '
          "the rule's statistics ((A, r) + (A, A) per block back); one patch pass (U and the directions, (A, r) each, to every block). "
-         'So wall time per round = search (client, independent of n and N) + rows (work on every row, divided among the workers) + '
-         'communication (client link) + scheduling (per task) + latency of the three synchronous exchanges.', '',
+         'So wall time per round = search and stacking the search rows (client; independent of n and N) + rows (the work on every row, divided among '
+         'the workers) + communication (client link) + scheduling (per task) + latency of the three synchronous exchanges.', '',
          'Measured inputs (this machine, from the runs above):', '',
-         f"- work on every row per round: {I['t_row_mem'] * 1e6:.2f} us/row = (in-memory per-round time - search - gathering the search rows) / n at "
-         f"n = {I['from_n']:,} (the plain in-memory per-round time / n is {I['t_row_all'] * 1e6:.2f} us/row, but that counts the search, which does not "
-         f"grow with n, as row work); on Dask with 2 workers x 1 thread the same work took {I['t_row_dask'] * 1e6:.2f} us/row (scheduling included). "
-         "The model uses the in-memory figure per 2-core worker;",
-         f"- the search per round on the client: {I['t_search']:.2f} s (mean over the four fits; it runs on 20,000 rows whatever n is);",
+         f"- work on every row per round: {I['t_row_mem'] * 1e6:.2f} us/row = (in-memory time per round - search - gathering the search rows) / n at "
+         f"n = {I['from_n']:,}, between consecutive patches (the plain in-memory time per round / n is {I['t_row_all'] * 1e6:.2f} us/row, but that "
+         f"counts the search, which does not grow with n, and the setup as row work); on Dask with 2 workers x 1 thread the same work took "
+         f"{I['t_row_dask'] * 1e6:.2f} us/row (scheduling and serialization included). The model uses the in-memory figure for a 2-core worker;",
+         f"- the search per round on the client: {I['t_search']:.2f} s (mean over the four fits; it runs on 20,000 rows whatever n is), and stacking "
+         f"the search rows {I['t_gather_client']:.2f} s;",
          f"- traffic per round (setup taken out) = a + b x blocks: sent {hb(I['sent_a'])} + {hb(I['sent_b'])} x blocks, received {hb(I['recv_a'])} + "
-         f"{hb(I['recv_b'])} x blocks (fitted through the cases; with a single case the fixed part received is taken to be the search rows, 20,000 x 2 r x 8 bytes);",
-         f"- Dask's overhead per task: {I['per_task'] * 1e3:.2f} ms measured on the LocalCluster; the model uses max(measured, 1 ms) (distributed's "
-         "documentation: 'Each task suffers about 1ms of overhead', https://distributed.dask.org/en/latest/);",
+         f"{hb(I['recv_b'])} x blocks (fitted through the cases; the fixed part received is the search rows, 20,000 x 2 r x 8 bytes = "
+         f"{hb(20_000 * 2 * I['rank'] * 8)});",
+         f"- Dask's overhead per task: {I['per_task_measured'] * 1e3:.2f} ms measured on this LocalCluster (1,000 no-op tasks; scheduler, client, "
+         "two workers and other people's jobs on 2 cores); the model uses 1 ms (distributed's documentation: 'Each task suffers about 1ms of overhead', "
+         'https://distributed.dask.org/en/latest/) and shows the measured figure as a pessimistic variant;',
          f"- setup: the basis on the client {I['t_basis']:.1f} s (constant), building the row state {I['t_setup_row'] * 1e6:.2f} us/row per 2 cores (the "
          f"max_rounds=0 Dask fit at n = {I['from_n']:,} minus its basis time);",
-         f"- rank r = {I['rank']}.", '',
+         f"- rank r = {I['rank']}; the workers' measured peak / (their rows x r x 8): {', '.join(f'{x:.2f}' for x in I['worker_peak_ratio'])}.", '',
          'Assumptions:', '',
-         '1. Each worker has 2 cores and processes rows at the in-memory rate measured here on 2 cores (the Dask rate on the LocalCluster is given '
-         'above for comparison); the row work divides evenly over the N workers (equal blocks, no stragglers) and does not overlap the search.',
-         f"2. Blocks of {I['chunk']:,} rows: {I['blocks']:,} blocks (the state of one block, 3 x {I['chunk']:,} x r x 8 bytes = "
-         f"{3 * I['chunk'] * I['rank'] * 8 / GB:.1f} GB); {I['tasks_round']:,} tasks per round (4 per block), all through one scheduler, "
-         'serially, at the per-task overhead above; the traffic per block per round stays as measured (it depends on A and r, not on the rows).',
-         f"3. The client's link carries the traffic at {I['bandwidth'] * 8 / 1e9:.0f} Gbit/s (all of it passes the client); the workers' links are not the "
-         f"bottleneck (each block exchanges a few kB per round). Three synchronous exchanges per round at {I['latency'] / 3 * 1e3:.0f} ms each.",
-         '4. The search costs the same as measured here (same r, A, search_max, n_starts, max_iter; the L-BFGS iteration counts do not grow with n), on a '
-         'client like this machine (2 cores).',
+         '1. Each worker has 2 cores and processes rows at the in-memory rate measured here on 2 cores; the row work divides evenly over the N '
+         'workers (equal blocks, no stragglers) and does not overlap the search.',
+         f"2. Blocks of {I['chunk']:,} rows: {I['blocks']:,} blocks (one block's state, 3 x {I['chunk']:,} x r x 8 bytes = "
+         f"{3 * I['chunk'] * I['rank'] * 8 / GB:.1f} GB); {I['tasks_round']:,} tasks per round (4 per block), all through one scheduler, serially, "
+         'at the per-task overhead above; the traffic per block per round stays as measured (it depends on A and r, not on the rows in a block).',
+         f"3. All traffic passes the client's link at {I['bandwidth'] * 8 / 1e9:.0f} Gbit/s; the workers' links are not the bottleneck (each block "
+         f"exchanges tens of kB per round). Three synchronous exchanges per round at {I['latency'] / 3 * 1e3:.0f} ms each.",
+         '4. The search costs what it cost here (same r, A, search_max, n_starts, max_iter; the L-BFGS iteration counts do not grow with n) on a '
+         'client like this machine with one BLAS thread.',
          '5. The data are already on the workers in row chunks (reading them is not counted); nothing spills to disk.',
-         '6. Memory per worker: the state 3 n r 8 / N bytes; the peak adds one more n x r array while a block is patched (the old and new '
-         "coordinates both live until the patch's task ends: 4/3 of the state, as the in-memory peak / (n r 8) of about 4 in bench/fit_scale_results.md shows) "
-         'and about 96 bytes per row of per-row vectors and raw data.',
-         '7. 20 rounds run (no early stop), plus the one-off setup (the R2 pass, the basis on the client, building the state: per-row rate above / N, 2 tasks '
-         'per block, 1 s to ship the basis).', '',
-         '| N workers | blocks per worker | search s | rows s | communication per round | comm. s | scheduling s | per round s | setup s | 20 rounds + setup | state per worker | peak per worker (est.) |',
+         "6. Memory per worker: the state 3 n r 8 / N bytes, plus about 96 bytes per row of per-row vectors and raw data, plus one block's old "
+         'coordinates per core while it is patched (2 x chunk x r x 8 bytes).',
+         "7. 20 rounds run (no early stop), plus the one-off setup (the R2 pass, the basis on the client, building the state at the per-row rate "
+         "above / N, 2 tasks per block, 1 s to ship the basis).", '',
+         '| N workers | blocks per worker | search + stacking s | rows s | traffic per round | comm. s | scheduling s (1 ms / measured) | per round s (1 ms / measured) | setup s | 20 rounds + setup (1 ms / measured) | state per worker | peak per worker (est.) |',
          '|---|---|---|---|---|---|---|---|---|---|---|---|']
     for r in rows:
-        L.append(f"| {r['N']:,} | {r['blocks_per_worker']:,.0f} | {r['search_s']:.1f} | {r['rows_s']:.1f} | {hb(r['comm_bytes'])} | {r['comm_s']:.2f} | "
-                 f"{r['sched_s']:.1f} | {r['round_s']:.1f} | {r['setup_s']:.0f} | {r['rounds20_s']:.0f} s = {r['rounds20_s'] / 60:.1f} min | "
-                 f"{r['state_gb_per_worker']:.1f} GB | {r['peak_gb_per_worker']:.1f} GB |")
-    r10 = rows[0]
-    L += ['', f"Reading: at N = 10 the row work dominates ({r10['rows_s']:.0f} s per round) and each worker would need "
-          f"{r10['peak_gb_per_worker']:.0f} GB; at N = 1,000 the client's search ({I['t_search']:.0f} s per round, "
-          f"{20 * I['t_search'] / 60:.1f} min for 20 rounds) is the floor and the scheduling of {I['tasks_round']:,} tasks per round "
-          f"adds {rows[-1]['sched_s']:.0f} s per round whatever N is (larger blocks cut it, at more memory per task).", '']
+        L.append(f"| {r['N']:,} | {r['blocks_per_worker']:,.0f} | {r['search_s'] + r['gather_s']:.1f} | {r['rows_s']:.1f} | {hb(r['comm_bytes'])} | {r['comm_s']:.2f} | "
+                 f"{r['sched_s']:.0f} / {r['sched_meas_s']:.0f} | {r['round_s']:.1f} / {r['round_meas_s']:.1f} | {r['setup_s']:.0f} | "
+                 f"{r['rounds20_s'] / 60:.1f} min / {r['rounds20_meas_s'] / 60:.1f} min | {r['state_gb_per_worker']:.1f} GB | {r['peak_gb_per_worker']:.1f} GB |")
+    r10, r1k = rows[0], rows[-1]
+    L += ['', f"Reading: at N = 10 the row work dominates ({r10['rows_s']:.0f} s per round) and each worker would need about "
+          f"{r10['peak_gb_per_worker']:.0f} GB of memory (not an ordinary node: a smaller max_rank, or more workers). At N = 1,000 the rows take "
+          f"{r1k['rows_s']:.0f} s per round, and the fixed costs dominate: the scheduling of {I['tasks_round']:,} tasks per round "
+          f"({r1k['sched_s']:.0f} s at 1 ms per task; larger blocks cut it, at more memory per task) and the client's search "
+          f"({I['t_search']:.1f} s per round). Communication is small at any N: the {hb(I['recv_a'])} of search rows per round plus a few tens of kB per block.", '']
     return L
 
 
@@ -361,16 +386,27 @@ def main(argv=None):
     ap.add_argument('--one', type=int)
     ap.add_argument('--rounds', type=int, default=ROUNDS)
     ap.add_argument('--blas-threads', type=int, default=1, help="the client's OPENBLAS_NUM_THREADS (0: OpenBLAS's default); the workers get 1 from distributed")
+    ap.add_argument('--cache', help='a JSON-lines file: each finished case is appended to it, and cases already in it are not run again')
     a = ap.parse_args(argv)
     if a.one:
         print(json.dumps(one(a.one, a.chunk, a.rounds))); return
     cases = [(a.n, a.chunk or max(1, a.n // 4))] if a.n else CASES
     res = []
+    done = {}
+    if a.cache and os.path.exists(a.cache):
+        with open(a.cache) as f:
+            for line in f:
+                q = json.loads(line); done[(q['n'], q['chunk'], q['rounds_cap'], q.get('client_blas_threads'))] = q
     for n, c in cases:
-        waited = wait_idle(IDLE_WAIT)
-        busy = other_busy(1.0)
-        r = run(['--one', str(n), '--chunk', str(c), '--rounds', str(a.rounds)], blas=a.blas_threads or None)
-        r.update(others_busy=busy, waited_idle=waited, loadavg_before=loadavg(), client_blas_threads=a.blas_threads or None)
+        key = (n, c, a.rounds, a.blas_threads or None)
+        if key in done: r = done[key]; print(f"n = {n:,}: from {a.cache}")
+        else:
+            waited = wait_idle(IDLE_WAIT)
+            busy = other_busy(1.0)
+            r = run(['--one', str(n), '--chunk', str(c), '--rounds', str(a.rounds)], blas=a.blas_threads or None)
+            r.update(others_busy=busy, waited_idle=waited, loadavg_before=loadavg(), client_blas_threads=a.blas_threads or None)
+            if a.cache:
+                with open(a.cache, 'a') as f: f.write(json.dumps(r) + '\n')
         res.append(r)
         p = per_round(r)
         fm, fd, am, ad = r['fit_memory'], r['fit_dask'], r['audit_memory'], r['audit_dask']

@@ -398,15 +398,41 @@ def write(rows, profs, ab, done, notes=()):
     atomic_write(OUT, lambda f: f.write('\n'.join(lines).encode()))
 
 
+def reading(prof):
+    "Where the time goes, in one paragraph, from the profile's numbers."
+    R = max(prof['rounds'], 1)
+    every = {}
+    for r in prof['by_cumtime'] + prof['by_tottime']: every[r['func']] = r
+    def find(tag, key='cumtime'):
+        hit = [r for f, r in every.items() if tag in f]
+        return (max(hit, key=lambda r: r[key]) if hit else dict(ncalls=float('nan'), cumtime=float('nan'), tottime=float('nan')))
+    total, search, obj = find('(fit)')['cumtime'], find('(_search)')['cumtime'], find('(_objective)')
+    rows = {k: find(f'({k})') for k in ('stats', 'patch', 'coords', 'sq_norms', 'square_loss_sum', 'take', '_pivoted_cholesky', 'eigh')}
+    calls = obj['ncalls'] / R
+    return (f"Reading: of {total / R:.1f} s per round, the search takes {search / R:.1f} s ({search / max(total, 1e-9):.0%}): "
+            f"{calls:.0f} evaluations of `audit._objective` per round (L-BFGS, 2 random starts + the previous witness, at most 100 "
+            f"iterations each) at {obj['tottime'] / max(obj['ncalls'], 1) * 1e3:.0f} ms each, on the (20,000, 300) search rows S and T: four "
+            "matrix products of a (20,000 x 300) matrix with a (300 x 5) or (20,000 x 5) one and a quantal response on (20,000, 5). The work on "
+            f"every row is the rest: the rule's statistics (`_Rows.stats`, {rows['stats']['cumtime'] / R:.2f} s per round), the patch and projection "
+            f"({rows['patch']['cumtime'] / R:.2f} s), the square loss ({rows['square_loss_sum']['cumtime'] / R:.2f} s), with the coordinates "
+            f"gamma h + x rebuilt as an (n, r) temporary in each of them (`coords`, {rows['coords']['ncalls'] / R:.0f} calls, "
+            f"{rows['coords']['tottime'] / R:.2f} s own time per round), on blocks of about 11,000 rows. One-off: the pivoted Cholesky for the "
+            f"basis ({rows['_pivoted_cholesky']['cumtime']:.1f} s) and the whitening's eigendecomposition ({rows['eigh']['cumtime']:.1f} s). "
+            "(nan: the function is not among the 30 listed.)")
+
+
 def profile_lines(prof):
     R = max(prof['rounds'], 1)
     out = [f"## Where the time goes at n = 100,000, OpenBLAS threads {prof.get('blas_threads') or 'default (2)'} (cProfile, a {prof['rounds']}-round fit: "
            f"{prof['seconds']:.1f} s under the profiler, rank {prof['rank']})", '',
+           reading(prof), '',
            "Per round = the profile's time / rounds. Top functions by cumulative time (NumPy's matrix products run inside the "
            'Python function that calls them, so they count in its own time):', '',
            '| function | calls per round | cumulative s per round | own s per round |', '|---|---|---|---|']
     for r in prof['by_cumtime'][:22]:
         out.append(f"| `{r['func']}` | {r['ncalls'] / R:.1f} | {r['cumtime'] / R:.2f} | {r['tottime'] / R:.2f} |")
+    out += ['', '(`bench/fit_scale.py:...(g)` is the wrapper that records the array shapes below and times the parts; it wraps `_search`, '
+            '`_make_basis`, `_whiten`, `_gather_search` and the `_Rows` methods, so its cumulative time is theirs.)']
     out += ['', 'Top functions by own time:', '', '| function | calls per round | own s per round |', '|---|---|---|']
     for r in prof['by_tottime'][:15]:
         out.append(f"| `{r['func']}` | {r['ncalls'] / R:.1f} | {r['tottime'] / R:.2f} |")
@@ -457,7 +483,7 @@ def main(argv=None):
                   f"search {t.get('search', 0):.1f} s), rank {r['rank']}, peak {r['peak_gb']:.3f} GB = {r['peak_over_nr8']:.2f} n r 8, "
                   f"square loss {r['square_loss']:.5f}, audit {r['audit_first']:.4f} -> {r['audit_last']:.4f} "
                   f"(others busy {busy:.0%} before, {r['others_during']:.0%} during)", flush=True)
-        write(rows, st['profs'], st['ab'], False, st['notes']) if full else None
+        write(rows, st['profs'], st['ab'], False, st['notes']) if (full or a.update) else None
         return r
 
     if a.update or a.finish:                       # start from the rows (and profiles) already in the results file

@@ -2,10 +2,10 @@
 
 Prints figures; it is not a test.  Usage:
 
-    python bench/subsample_heldout.py                      # every problem, one seed (about 10 minutes on 2 cores);
+    python bench/subsample_heldout.py                      # every problem, 3 seeds (about 35 minutes on 2 busy cores);
                                                            # writes bench/subsample_heldout_results.md
     python bench/subsample_heldout.py --problems planted --seeds 0     # a part, nothing written
-    python bench/subsample_heldout.py --cache /tmp/x.jsonl  # keep finished (problem, seed) jobs there and reuse them
+    python bench/subsample_heldout.py --cache /tmp/x.jsonl  # keep finished jobs (and pieces) there and reuse them
 
 The question.  With more than `search_max` fitted rows (sample='reuse'), `DimFreeDeCal.fit` takes the row-block
 path (`_fit_rows`): the basis of atoms is chosen by a pivoted Cholesky on `search_max` random rows (not all rows),
@@ -14,11 +14,11 @@ the line search) use every row.  With at most `search_max` rows the old path run
 The bar: the held-out decision calibration of the calibrator fitted on the subsampled path is no worse than the
 full path's, within noise.
 
-Design.  For each problem and seed s = 0 (one seed: the run is kept short): draw a calibration sample of n = 2,000 points and a fresh
-sample of 6,000 points from the same generator (numpy generators seeded [problem, s, 0] and [problem, s, 1]).
+Design.  For each problem and each seed s in {0, 1, 2}: draw a calibration sample of n = 8,000 points and a fresh
+sample of 20,000 points from the same generator (numpy generators seeded [problem, s, 0] and [problem, s, 1]).
 Fit, with the same seed s and every other parameter equal,
-  (a) the full path:       search_max = n      (early stopping holds out 20%, so 1,600 rows are fitted <= n: old path)
-  (b) the subsampled path: search_max = n // 4 (500 < 1,600: basis and each round's search on 500 random rows).
+  (a) the full path:       search_max = n      (early stopping holds out 20%, so 6,400 rows are fitted <= n: old path)
+  (b) the subsampled path: search_max = n // 4 (2,000 < 6,400: basis and each round's search on 2,000 random rows).
 Early stopping stays at its default (validation_fraction 0.2, n_iter_no_change 5).  Measured on the fresh sample,
 for the base predictions and for (a) and (b):
   * the held-out decision calibration error of `certify`: the fresh sample is split in halves (certify's own split,
@@ -26,11 +26,13 @@ for the base predictions and for (a) and (b):
     `holdout_value` and its standard error `holdout_se`.  The numbers are exactly those of `cal.certify(fresh_pred,
     fresh_Y)` (for the base predictions `deccal.certify(...)`), computed by the same audit call on the same split
     without `certify`'s last step, `rule_bound` (a bound this benchmark does not use, whose one pass over the n x n
-    held-out Gram matrix costs about 20 minutes per call with 32-member ensembles); the script checks the identity
+    held-out Gram matrix of 10,000 rows costs 10 to 20 minutes with 32-member ensembles); the script checks the identity
     against `cal.certify` first, on a small planted problem.  The search method is audit's default ('auto':
     randomized sketches at 10,000 rows) on the planted problem, and 'landmarks' (linear in n) on the two tutorial
-    problems, whose predictions are ensembles or quantile sets and whose randomized audit at 10,000 rows takes
-    6 to 40 minutes each; the same method for base, (a) and (b) within a problem.
+    problems, whose predictions are ensembles or quantile sets: there the randomized audit of 10,000 rows took 6.5
+    minutes (newsvendor) and, extrapolated from 88 s at 2,000 rows (it grows as n^2), over half an hour (Cobb-Douglas)
+    in trials with two BLAS threads; the landmark audit found the same witness strength (newsvendor, one calibrator:
+    held-out 0.0131 against 0.0123 randomized, se 0.0012).  The same method for base, (a) and (b) within a problem.
   * the square loss E||p(x) - phi(y)||^2: `cal.square_loss(fresh_pred, fresh_Y)` (base: `fresh_pred.sq_error(kernel,
     fresh_Y).mean()`), with the standard error of the paired per-point difference (b) - (a) on the fresh sample
     (from `cal.transform(fresh_pred).sq_error`, checked to agree with `square_loss`).
@@ -42,7 +44,7 @@ if the mean difference is at most 2 combined standard errors, combined = sqrt(se
 the measurement noise twice, as the spread over seeds already contains it: a lenient bar; the table gives both parts,
 and with 3 seeds se_seeds has 2 degrees of freedom); (b) is better if the difference is negative.
 
-Problems (n = 2,000 for all, to keep the run short):
+Problems (n = 8,000 for all: no fit took over 3 minutes on this machine, see the results):
   1. planted (bench/audit_scale.py's scenario): x ~ N(0, I_3), point forecasts 0.8 x (`Embedding.from_points`),
      outcomes x + 0.3 N(0, I_3); RBF(0.5), n_actions=5, beta=10, R1=1, eps=0.02, step='line-search', max_rounds=30.
      Also with ZhaoDeCal (regularizer 1, no step), same settings, both paths.
@@ -161,23 +163,58 @@ def fit_one(cls_name, kw, search_max, seed, p, Y):
     return cal, info
 
 
-def one(problem, seed, n_cal=N_CAL, n_fresh=N_FRESH):
-    t_job = time.perf_counter()
+class _Parts:
+    "Finished pieces of a job (the base measurement, each fitted arm) kept in a directory, so that a killed job resumes."
+    def __init__(self, path): self.path = path; path and os.makedirs(path, exist_ok=True)
+
+    def get(self, key):
+        if not self.path or not os.path.exists(os.path.join(self.path, key + '.json')): return None
+        with open(os.path.join(self.path, key + '.json')) as f: info = json.load(f)
+        err = os.path.join(self.path, key + '.npy')
+        return info, (np.load(err) if os.path.exists(err) else None)
+
+    def put(self, key, info, err=None):
+        if not self.path: return
+        if err is not None:
+            with open(os.path.join(self.path, key + '.tmp.npy'), 'wb') as f: np.save(f, err)
+            os.replace(os.path.join(self.path, key + '.tmp.npy'), os.path.join(self.path, key + '.npy'))
+        with open(os.path.join(self.path, key + '.tmp'), 'w') as f: json.dump(info, f)
+        os.replace(os.path.join(self.path, key + '.tmp'), os.path.join(self.path, key + '.json'))
+
+
+def one(problem, seed, n_cal=N_CAL, n_fresh=N_FRESH, parts=None):
+    "One (problem, seed): the base predictions and both paths of each calibrator, measured on the fresh sample."
+    parts = _Parts(parts)
     gen, kw, method, calibrators = setup(problem)
     kernel = kw['kernel']
     ck = dict(n_actions=kw['n_actions'], beta=kw['beta'], R1=kw['R1'])
     pid = PROBLEMS.index(problem)
     p, Y = gen(n_cal, np.random.default_rng([pid, seed, 0]))
     pf, Yf = gen(n_fresh, np.random.default_rng([pid, seed, 1]))
-    e0 = pf.sq_error(kernel, Yf)
-    out = dict(problem=problem, seed=seed, n=n_cal, n_fresh=n_fresh, method=method,
-               base=dict(certify=fresh_certify(pf, Yf, kernel, method=method, **ck), sq=float(e0.mean()),
-                         sq_se=float(e0.std(ddof=1) / np.sqrt(len(e0)))))
-    for name in calibrators:                           # warm-up (Numba loads its cache): both paths on 600 rows, 1 round
-        for sm in (600, 150): fit_one(name, dict(kw, max_rounds=1), sm, seed, p[:600], Y[:600])
+    base = parts.get('base')
+    if base is None:
+        t0 = time.perf_counter()
+        e0 = pf.sq_error(kernel, Yf)
+        base = dict(certify=fresh_certify(pf, Yf, kernel, method=method, **ck), sq=float(e0.mean()),
+                    sq_se=float(e0.std(ddof=1) / np.sqrt(len(e0))), piece_seconds=time.perf_counter() - t0)
+        parts.put('base', base)
+    else: base = base[0]
+    out = dict(problem=problem, seed=seed, n=n_cal, n_fresh=n_fresh, method=method, base=base)
+    arms = [(name, arm, sm) for name in calibrators for arm, sm in (('full', n_cal), ('sub', n_cal // 4))]
+    warm = 0.0
+    if any(parts.get(f'{name}_{arm}') is None for name, arm, _ in arms):
+        t0 = time.perf_counter()
+        for name in calibrators:                       # warm-up (Numba loads its cache): both paths on 600 rows, 1 round
+            for sm in (600, 150): fit_one(name, dict(kw, max_rounds=1), sm, seed, p[:600], Y[:600])
+        warm = time.perf_counter() - t0
+    seconds = base['piece_seconds'] + warm
     for name in calibrators:
         res, errs = {}, {}
-        for arm, sm in (('full', n_cal), ('sub', n_cal // 4)):
+        for _, arm, sm in [a for a in arms if a[0] == name]:
+            got = parts.get(f'{name}_{arm}')
+            if got is not None:
+                res[arm], errs[arm] = got; seconds += res[arm]['piece_seconds']; continue
+            t_piece = time.perf_counter()
             cal, info = fit_one(name, kw, sm, seed, p, Y)
             t0 = time.perf_counter(); q = cal.transform(pf); info['transform_seconds'] = time.perf_counter() - t0
             info['certify'] = fresh_certify(q, Yf, kernel, method=method, **ck)
@@ -185,7 +222,10 @@ def one(problem, seed, n_cal=N_CAL, n_fresh=N_FRESH):
             errs[arm] = q.sq_error(kernel, Yf)
             info['sq_check'] = float(errs[arm].mean() - info['sq'])
             assert abs(info['sq_check']) <= 1e-8 * max(1.0, info['sq']), (problem, name, arm, info['sq_check'])
+            info['piece_seconds'] = time.perf_counter() - t_piece
+            seconds += info['piece_seconds']
             res[arm] = info
+            parts.put(f'{name}_{arm}', info, errs[arm])
             print(f"[{problem} seed {seed} {name} {arm}] {info['path']} path, fit {info['seconds']:.0f} s "
                   f"(others busy {info['others_busy']:.0%}), kept {info['rounds_kept']}/{info['rounds_run']} ({info['stop']}), "
                   f"rank {info['rank']}; fresh decCE {info['certify']['value']:.4f} (se {info['certify']['se']:.4f}), "
@@ -193,13 +233,14 @@ def one(problem, seed, n_cal=N_CAL, n_fresh=N_FRESH):
         d = errs['sub'] - errs['full']
         res['sq_diff_se'] = float(d.std(ddof=1) / np.sqrt(len(d)))
         out[name] = res
-    out['job_seconds'] = time.perf_counter() - t_job
+    out['job_seconds'] = seconds                       # compute time of the pieces (and of this process's warm-up)
     return out
 
 
-def run(problem, seed, n_cal, n_fresh):
-    out = subprocess.run([sys.executable, __file__, '--one', problem, str(seed), '--n', str(n_cal), '--n-fresh', str(n_fresh)],
-                         stdout=subprocess.PIPE, text=True)
+def run(problem, seed, n_cal, n_fresh, parts=None):
+    cmd = [sys.executable, __file__, '--one', problem, str(seed), '--n', str(n_cal), '--n-fresh', str(n_fresh)]
+    if parts: cmd += ['--parts', os.path.join(parts, f'{problem}_{seed}_{n_cal}_{n_fresh}')]
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     if out.returncode: raise RuntimeError(f"{problem} seed {seed} failed (exit {out.returncode})")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -298,10 +339,12 @@ def main(argv=None):
     ap.add_argument('--seeds', default=','.join(map(str, SEEDS)))
     ap.add_argument('--n', type=int, default=N_CAL, help='calibration sample (smoke tests; nothing written unless the default)')
     ap.add_argument('--n-fresh', type=int, default=N_FRESH)
-    ap.add_argument('--cache', default=None, help='a JSON-lines file of finished (problem, seed) jobs, reused and appended to')
+    ap.add_argument('--cache', default=None, help='a JSON-lines file of finished (problem, seed) jobs, reused and appended to; '
+                    'the finished pieces of unfinished jobs are kept in the directory CACHE.parts')
+    ap.add_argument('--parts', default=None, help=argparse.SUPPRESS)   # (--one) the directory of this job's finished pieces
     a = ap.parse_args(argv)
     if a.one:
-        print(json.dumps(one(a.one[0], int(a.one[1]), a.n, a.n_fresh))); return
+        print(json.dumps(one(a.one[0], int(a.one[1]), a.n, a.n_fresh, a.parts))); return
     t0 = time.perf_counter()
     check = check_identity()
     print(f"identity check: cal.certify {check['calibrated'][:2]}, fresh_certify {check['calibrated'][2:]}", flush=True)
@@ -316,7 +359,7 @@ def main(argv=None):
         for seed in seeds:
             if (problem, seed) in done: j = done[problem, seed]; print(f"{problem} seed {seed}: from the cache", flush=True)
             else:
-                t1 = time.perf_counter(); j = run(problem, seed, a.n, a.n_fresh)
+                t1 = time.perf_counter(); j = run(problem, seed, a.n, a.n_fresh, a.cache and a.cache + '.parts')
                 print(f"{problem} seed {seed}: {time.perf_counter() - t1:.0f} s", flush=True)
                 if a.cache:
                     with open(a.cache, 'a') as f: f.write(json.dumps(j) + '\n')

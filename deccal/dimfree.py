@@ -675,7 +675,7 @@ def _fit_rows(self:DimFreeDeCal,
             rec.update(audit_value=None); history.append(rec); break
         srch = np.sort(rng.choice(n, m, replace=False)) if n > m else np.arange(n)
         S, T, ws = _gather_search(rows, srch)
-        U, _ = _search(S, T, ws, beta, R1, A, p['n_starts'], rng, p['max_iter'], [] if U_prev is None else [U_prev])
+        U, part_values = _search(S, T, ws, beta, R1, A, p['n_starts'], rng, p['max_iter'], [] if U_prev is None else [U_prev])
         U_prev = U
         st = rows.each('stats', U, beta)                  # each block reduced to (A, r), (A, A) and its weight
         W = sum(q[2] for q in st)
@@ -691,7 +691,10 @@ def _fit_rows(self:DimFreeDeCal,
         pb.update(_progress_fraction(value, history[0]['audit_value'], target, t, max_rounds),
                   f"round {t}/{max_rounds}  audit value {value:.4g} (stop at {target:.4g})  square loss {rec['square_loss']:.5g}"
                   + (f"  held out {rec['holdout_square_loss']:.5g}" if hold is not None else ''))
-        if value <= target: stop = "target"; break
+        # stop when neither the searched part (the value the search reached there) nor every row (the value of the
+        # rule found) shows more than the target: a search on a part can miss the worst rule, and the rule it
+        # finds then looks calibrated on every row while a better search would still find a gap
+        if max(value, max(part_values)) <= target: stop = "target"; break
         Du, eta = self._directions(g, Gn, Dhat, p)
         D = Du @ to_u
         rounds.append(dict(C=U @ to_u, D=D, KD=D @ basis.K, eta=eta))

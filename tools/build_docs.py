@@ -52,6 +52,7 @@ The build exits with status 1 if a notebook raised (the pages are still written,
 from __future__ import annotations
 
 import argparse, fnmatch, html, json, os, re, shutil, sys, tempfile, time
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -121,9 +122,6 @@ def _build_one(src: str, work: str, dst: str, skip_flags: list[str], execute: bo
     return Path(src).name, time.time() - t0, err, skipped
 
 
-def _build_args(a): return _build_one(*a)
-
-
 def _error_context(nb, lines:int=12) -> str:
     "Where a notebook raised: the failing cell's first line and the end of its traceback (ANSI codes removed)."
     for cell in nb.cells:
@@ -156,8 +154,11 @@ def execute_and_process(nbs_dir: Path, work: Path, proc: Path, jobs: int, skip_f
     threads = str(max(1, (os.cpu_count() or 1) // max(1, jobs)))
     for k in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'NUMBA_NUM_THREADS'): os.environ[k] = threads
     os.environ['OMP_WAIT_POLICY'] = 'PASSIVE'
-    with get_context('spawn').Pool(max(1, jobs), maxtasksperchild=1) as pool:
-        for name, secs, err, skipped in pool.imap_unordered(_build_args, args):
+    # concurrent.futures rather than multiprocessing.Pool: a Pool's workers are daemonic and may not start
+    # processes of their own, which a notebook starting a dask LocalCluster of worker processes needs
+    per_child = {'max_tasks_per_child': 1} if sys.version_info >= (3, 11) else {}
+    with ProcessPoolExecutor(max(1, jobs), mp_context=get_context('spawn'), **per_child) as pool:
+        for name, secs, err, skipped in map(Future.result, as_completed(pool.submit(_build_one, *a) for a in args)):
             if execute: times[str(Path(name))] = round(secs, 1)
             print(f'  {"executed and " if execute else ""}processed {name:30s} {secs:6.1f} s'
                   + (f'  ERROR {err}' if err else ''), flush=True)
