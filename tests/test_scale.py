@@ -53,3 +53,23 @@ def test_fit_searches_a_part_and_patches_from_every_row():
     assert c.history_[0]['audit_value'] == pytest.approx(np.linalg.norm(G, axis=1).sum(), rel=1e-9)
     with pytest.raises(deccal.DeccalError) as e: deccal.DimFreeDeCal(deccal.Linear(), search_max=0).fit(p, Y)
     assert e.value.arg == 'search_max'
+
+
+def test_rows_path_stops_only_when_the_searched_part_is_below_the_target(monkeypatch):
+    "The row-block fit stops at 3 eps / 4 only when both the value its search reached on the part and the found rule's value on every row are below it."
+    import deccal.dimfree as dm
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(400, 2)); p, Y = Embedding.from_points(0.7 * x), x + 0.2 * rng.normal(size=(400, 2))
+    kw = dict(n_actions=3, beta=4.0, R1=1.0, max_rounds=4, early_stopping=False, search_max=120)
+    v0 = deccal.DimFreeDeCal(deccal.Linear(), eps=0.01, **kw).fit(p, Y).history_[0]['audit_value']   # round 0 on every row
+    real = dm._search
+    def fit(part_value, eps):
+        monkeypatch.setattr(dm, '_search', lambda *a, **k: (real(*a, **k)[0], [part_value]))   # the part's value, as reported
+        return deccal.DimFreeDeCal(deccal.Linear(), eps=eps, **kw).fit(p, Y)
+    easy, hard = 2 * v0 / 0.75, 1e-6 * v0          # 3 eps / 4 above round 0's value on every row / below any value
+    c = fit(0.0, easy)
+    assert c.stop_reason_ == 'target' and len(c.history_) == 1                     # both below: stops at round 0
+    c = fit(10 * v0, easy)
+    assert c.stop_reason_ == 'max_rounds' and len(c.history_) == kw['max_rounds'] + 1   # the part still shows a gap
+    c = fit(0.0, hard)
+    assert c.stop_reason_ == 'max_rounds'                                            # every row still shows a gap
