@@ -50,25 +50,15 @@ GB = 1e9
 OUT = os.path.join(REPO, 'bench', 'dask_scale_results.md')
 
 
-# ----------------------------------------------------------------------------- run on the workers (module-level: cloudpickled by value from __main__)
+# ----------------------------------------------------------------------------- run on the workers (module-level: cloudpickled by value from __main__;
+# the workers import _measure by name: a LocalCluster's processes inherit the client's sys.path, bench/ included)
 def _noop(i): return i
-
-
-def _worker_reset_hwm():
-    try:
-        with open('/proc/self/clear_refs', 'w') as f: f.write('5')
-    except OSError: pass
 
 
 def _worker_mem():
     "(VmHWM, VmRSS) in bytes, OPENBLAS_NUM_THREADS, process CPU seconds."
-    d = {}
-    with open('/proc/self/status') as f:
-        for line in f:
-            k = line.split(':')[0]
-            if k in ('VmHWM', 'VmRSS'): d[k] = int(line.split()[1]) * 1024
     t = os.times()
-    return dict(hwm=d['VmHWM'], rss=d['VmRSS'], blas=os.environ.get('OPENBLAS_NUM_THREADS'), cpu=t.user + t.system)
+    return dict(hwm=hwm_bytes(), rss=rss_bytes(), blas=os.environ.get('OPENBLAS_NUM_THREADS'), cpu=t.user + t.system)
 
 
 # ----------------------------------------------------------------------------- the subprocess
@@ -84,7 +74,7 @@ class Meter:
 
     def __call__(self, f, *a, reset=False, **k):
         if reset:
-            self.client.run(_worker_reset_hwm); reset_hwm()
+            self.client.run(reset_hwm); reset_hwm()
         rss0, w0 = rss_bytes(), self.client.run(_worker_mem)
         s0 = self._snap()
         t0 = time.perf_counter()
