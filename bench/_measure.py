@@ -86,6 +86,11 @@ def blas_threads():
     return ', '.join(out) or '?'
 
 
+def source_sha(f):
+    "sha256 (12 hex digits) of the deccal module `f` (e.g. 'dimfree.py') in this checkout."
+    with open(os.path.join(REPO, 'deccal', f), 'rb') as fh: return hashlib.sha256(fh.read()).hexdigest()[:12]
+
+
 def machine_info(sources=('kernels.py',)):
     "One line: date, the sha256 and mtime of the deccal modules measured, CPU, memory and library versions."
     import numba, scipy
@@ -100,10 +105,8 @@ def machine_info(sources=('kernels.py',)):
     except Exception: pass
     srcs = []
     for f in sources:
-        src = os.path.join(REPO, 'deccal', f)
-        with open(src, 'rb') as fh: digest = hashlib.sha256(fh.read()).hexdigest()[:12]
-        stamp = datetime.datetime.fromtimestamp(os.path.getmtime(src)).isoformat(timespec='seconds')
-        srcs.append(f"deccal/{f} sha256 {digest} (modified {stamp})")
+        stamp = datetime.datetime.fromtimestamp(os.path.getmtime(os.path.join(REPO, 'deccal', f))).isoformat(timespec='seconds')
+        srcs.append(f"deccal/{f} sha256 {source_sha(f)} (modified {stamp})")
     try: bt = blas_threads()
     except Exception: bt = '?'
     return (f"{datetime.datetime.now().isoformat(timespec='seconds')} | {' | '.join(srcs)} | {cpu}, "

@@ -38,7 +38,7 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import rss_bytes, hwm_bytes, reset_hwm, other_busy, machine_info, cpu_snapshot, loadavg, wait_idle   # noqa: E402
+from _measure import rss_bytes, hwm_bytes, reset_hwm, other_busy, machine_info, cpu_snapshot, loadavg, wait_idle, source_sha   # noqa: E402
 
 SEED = 20240601
 NS = [1000, 3000, 10_000, 30_000, 100_000, 300_000, 1_000_000]
@@ -104,11 +104,7 @@ def warm_up():
 
 def sources(names=('dimfree.py', 'audit.py', 'dask.py')):
     "sha256 (12 hex digits) of the deccal modules this process loaded (the checkout is shared: a change mid-run shows here)."
-    import hashlib
-    out = {}
-    for f in names:
-        with open(os.path.join(REPO, 'deccal', f), 'rb') as fh: out[f] = hashlib.sha256(fh.read()).hexdigest()[:12]
-    return out
+    return {f: source_sha(f) for f in names}
 
 
 def one(n, max_rank=300, rounds=MAX_ROUNDS):
