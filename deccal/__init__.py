@@ -15,7 +15,8 @@ from .embedding import Embedding
 from .decisions import (quantal_response, best_response, decision_rule, gap_function,
                               decision_calibration_error, expected_loss, no_type_regret)
 from .audit import audit, certify, AuditResult, audit_best_response, BestResponseAudit, explicit_predictions
-from .dimfree import DimFreeDeCal, load_calibrator
+from .dimfree import DimFreeDeCal
+from .persist import load_calibrator
 from .zhao import ZhaoDeCal
 from .plots import reliability_bins, reliability_diagram, ReliabilityBins
 from .lower_bound import (binary_decce, HalfspaceDecCE, halfspace_splits, halfspace_gap, witness_losses,
@@ -24,5 +25,5 @@ from .lower_bound import (binary_decce, HalfspaceDecCE, halfspace_splits, halfsp
                                 tester_advantage_exact, repeats_distribution, collision_probability, simulate_tester)
 
 import sys as _sys
-__all__ = sorted({name for m in ('checks', 'kernels', 'losses', 'embedding', 'decisions', 'audit', 'dimfree', 'zhao', 'plots', 'lower_bound')
+__all__ = sorted({name for m in ('checks', 'kernels', 'losses', 'embedding', 'decisions', 'audit', 'dimfree', 'zhao', 'persist', 'plots', 'lower_bound')
                   for name in _sys.modules[f'deccal.{m}'].__all__} & set(globals()))

@@ -10,15 +10,19 @@ import numpy as np
 import scipy.linalg, scipy.optimize
 from . import checks
 from .checks import (DeccalError, DeccalTypeError, check_array, check_bool, check_int, check_number, check_positive,
-                           check_rows, check_seed, check_choice, Progress, on_dask)
+                           check_rows, check_seed, check_choice, Progress)
 from .kernels import Kernel
 from .losses import Loss
 from .embedding import Embedding
 from .decisions import quantal_response, best_response, gap_function
+from .basis import rank_by_trace, make_basis, whiten
+from .rows import backend_for
 
 
 # %% auto #0
-__all__ = ['AuditResult', 'audit', 'certify', 'BestResponseAudit', 'explicit_predictions', 'audit_best_response']
+__all__ = ['search_rule', 'AuditResult', 'audit', 'check_holdout', 'remeasure', 'certify', 'landmark_basis', 'landmark_coords',
+           'landmark_factors', 'landmark_search', 'landmark_G', 'landmark_losses', 'BestResponseAudit',
+           'explicit_predictions', 'audit_best_response']
 
 # %% ../nbs/06_audit.ipynb #09ed6b0c
 _TILE_ATOMS = 2048   # atoms per side of a tile's kernel block at most: 2048^2 values = 32 MiB, under glibc's largest mmap
@@ -104,15 +108,6 @@ class _Grams:
 
 
 # %% ../nbs/06_audit.ipynb #1e2c75e8
-def _rank_by_trace(lam, trace, trace_tol, max_rank):
-    "Smallest rank whose eigenvalues capture 1 - trace_tol of the trace (capped), and the captured fraction."
-    lam = np.clip(lam, 0, None)
-    if trace <= 0: return 0, 1.0
-    frac = np.cumsum(lam) / trace
-    r = int(np.searchsorted(frac, 1 - trace_tol) + 1)
-    r = max(1, min(r, max_rank, int((lam > lam[0] * 1e-13).sum()) if lam[0] > 0 else 1))
-    return r, float(min(frac[r - 1], 1.0))
-
 def _factors(grams:_Grams, exact_max:int, trace_tol:float, max_rank:int, rng, power:int=1):
     "Low-rank factors S_P, S_R (and eigenvalues) of P and R, with a report of ranks and captured traces."
     n = grams.n
@@ -137,7 +132,7 @@ def _factors(grams:_Grams, exact_max:int, trace_tol:float, max_rank:int, rng, po
             eig.append((lam[::-1], Q @ V[:, ::-1]))
     out, info = [], dict(method=method, dense_kept=grams.P is not None)
     for (lam, V), tr, nm in zip(eig, (trP, trR), ('P', 'R')):
-        r, frac = _rank_by_trace(lam, tr, trace_tol, max_rank)
+        r, frac = rank_by_trace(lam, tr, trace_tol, max_rank)
         lam_r = np.clip(lam[:r], 0, None)
         out.append((V[:, :r] * np.sqrt(lam_r), lam_r))
         info[f'rank_{nm}'], info[f'captured_{nm}'] = r, frac
@@ -171,7 +166,7 @@ def _u_to_v(U, R1):
     s = np.minimum(np.linalg.norm(u, axis=1, keepdims=True), 1 - 1e-9)
     return u / np.sqrt(np.maximum((1 - s) * (1 + s), 1e-300))
 
-def _search(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits=(), on_start=None):
+def search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits=(), on_start=None):
     "Multi-start L-BFGS; returns the best U (A, rank_P) and the values reached from each start (on_start(k, best) after the k-th)."
     r = SP.shape[1]
     starts = [np.asarray(U, float) for U in inits]
@@ -306,8 +301,8 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
          ) -> AuditResult:
     "ERM auditor: maximize the empirical decision calibration error over (l, l') in the RKHS ball of radius R1."
     t0 = time.perf_counter()
-    dask = on_dask(pred, Y)
-    if not dask: _check_pred_kernel(pred, kernel)
+    elsewhere = backend_for('audit', pred, Y)          # data held elsewhere (deccal.dask): that backend's handler
+    if elsewhere is None: _check_pred_kernel(pred, kernel)
     elif not isinstance(kernel, Kernel): raise DeccalTypeError('kernel', f"expected a deccal kernel, got {kernel!r}")
     A = check_int(n_actions, 'n_actions', 1)
     beta, R1 = check_positive(beta, 'beta'), check_positive(R1, 'R1')
@@ -323,16 +318,15 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
     verbose = check_bool(verbose, 'verbose')
     method = check_choice(method, 'method', ('auto', 'exact', 'randomized', 'landmarks'))
     landmark_rows, search_max = check_int(landmark_rows, 'landmark_rows', 1), check_int(search_max, 'search_max', 1)
-    if dask:                                           # data held as Dask arrays: the landmark path, each block reduced where it lives
-        from deccal.dask import _audit_on_dask
-        return _audit_on_dask(pred, Y, kernel, dict(A=A, beta=beta, R1=R1, seed=seed, holdout=holdout, n_starts=n_starts, max_iter=max_iter,
+    if elsewhere is not None:                          # e.g. Dask arrays: the landmark path, each block reduced where it lives
+        return elsewhere(pred, Y, kernel, dict(A=A, beta=beta, R1=R1, seed=seed, holdout=holdout, n_starts=n_starts, max_iter=max_iter,
                               method=method, landmark_rows=landmark_rows, search_max=search_max, trace_tol=trace_tol, max_rank=max_rank,
                               delta=delta, R2=R2, weights=weights, inits=inits, verbose=verbose), t0)
     Y = _check_outcomes(Y, pred, kernel)
     pred._check_kernel(kernel)
     n = pred.n
     w = _check_weights(weights, n)
-    if holdout is not None: holdout = _check_holdout(holdout, kernel, pred.dim)   # bad held-out data fails before the search
+    if holdout is not None: holdout = check_holdout(holdout, kernel, pred.dim)   # bad held-out data fails before the search
     rng = np.random.default_rng(seed)
     if method == 'auto': method = 'exact' if n <= exact_max else 'randomized' if n <= _LANDMARKS_ABOVE else 'landmarks'
     if method != 'landmarks': exact_max = n if method == 'exact' else 0 if method == 'randomized' else exact_max
@@ -345,7 +339,7 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
         f"pass {passes + 1} of {n_pass} over the Gram matrices of {n} predictions ({what}): {frac:.0%}")
     pb.update(0, f"computing the Gram matrices of {n} predictions and outcomes")
     if method == 'landmarks':
-        SP, SR, to_u, basis, info = _landmark_factors(kernel, pred, Y, rng, landmark_rows, trace_tol, max_rank, grams.on_block)
+        SP, SR, to_u, basis, info = landmark_factors(kernel, pred, Y, rng, landmark_rows, trace_tol, max_rank, grams.on_block)
         grams.passes = 1
     else: (SP, lamP), (SR, _), info = _factors(grams, exact_max, trace_tol, max_rank, rng)
     rows = np.sort(rng.choice(n, search_max, replace=False)) if method == 'landmarks' and n > search_max else slice(None)
@@ -359,21 +353,21 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
         state['starts'] = k
         pb.update(grams.passes + k, f'start {k} of {starts} done, best value {J:.4g}')
     if method == 'landmarks':                          # the rule acts through S_P only: the search runs in its leading directions
-        U, values, info['rank_P'], info['captured_P'] = _landmark_search(SP[rows], SR[rows], ws, beta, R1, A, n_starts, rng, max_iter,
+        U, values, info['rank_P'], info['captured_P'] = landmark_search(SP[rows], SR[rows], ws, beta, R1, A, n_starts, rng, max_iter,
                                                                         inits, trace_tol, max_rank, on_start)
-        value, Gn, loss, rule = _landmark_losses(kernel, basis, to_u, _landmark_G(SP, SR, w, U, beta), U, R1)
+        value, Gn, loss, rule = landmark_losses(kernel, basis, to_u, landmark_G(SP, SR, w, U, beta), U, R1)
     else:
-        U, values = _search(SP[rows], SR[rows], ws, beta, R1, A, n_starts, rng, max_iter, inits, on_start=on_start)
+        U, values = search_rule(SP[rows], SR[rows], ws, beta, R1, A, n_starts, rng, max_iter, inits, on_start=on_start)
         C = SP @ (U.T / np.maximum(lamP, 1e-300)[:, None])   # coefficients over the predictions: P C = S_P U^T
         value, Gn, loss, rule = _witnesses(kernel, pred, Y, w, C, beta, R1, grams)
     info.update(start_values=values, search_value=max(values), seconds=time.perf_counter() - t0, passes=grams.passes)
     res = AuditResult(value, loss, rule, Gn, beta, R1, n, info)
-    if holdout is not None: _remeasure(res, holdout, kernel, Y, pred, delta, R2)
+    if holdout is not None: remeasure(res, holdout, kernel, Y, pred, delta, R2)
     res.info['seconds'] = time.perf_counter() - t0
     pb.close(f'value {value:.4g}' + (f', held out {res.holdout_value:.4g}' if holdout is not None else ''))
     return res
 
-def _check_holdout(holdout,        # the `holdout=` argument: a pair (pred_holdout, Y_holdout)
+def check_holdout(holdout,        # the `holdout=` argument: a pair (pred_holdout, Y_holdout)
                    kernel:Kernel,  # the kernel its outcomes must suit
                    dim:int,        # the dimension of the sample's outcomes
                   ) -> tuple:      # (pred_holdout, Y_holdout), checked
@@ -386,8 +380,8 @@ def _check_holdout(holdout,        # the `holdout=` argument: a pair (pred_holdo
     if Yh.shape[1] != dim: raise DeccalError('holdout', f"outcomes on R^{Yh.shape[1]} but the sample's are on R^{dim}")
     return ph, Yh
 
-def _remeasure(res, holdout, kernel, Y, pred, delta, R2):
-    "Re-measure the witnessed pair on held-out data (a pair checked by `_check_holdout`), with two-sided intervals and one-sided bounds."
+def remeasure(res, holdout, kernel, Y, pred, delta, R2):
+    "Re-measure the witnessed pair on held-out data (a pair checked by `check_holdout`), with two-sided intervals and one-sided bounds."
     ph, Yh = holdout
     g = gap_function(ph, Yh, res.loss, res.rule_loss, res.beta)
     m, A = len(g), len(res.G_norms)
@@ -449,50 +443,49 @@ def _rule_bound(res, ph, Yh, kernel):
 # %% ../nbs/06_audit.ipynb #c9d87dee
 _LANDMARKS_ABOVE = 20_000   # method='auto': the landmark path above this n (the randomized sketches' passes grow as n^2)
 
-def _landmark_basis(kernel:Kernel, pred:Embedding, Y, trace_tol:float, max_rank:int) -> tuple:
+def landmark_basis(kernel:Kernel, pred:Embedding, Y, trace_tol:float, max_rank:int) -> tuple:
     """Landmark atoms [phi(y_s); p(x_s)] chosen by a pivoted Cholesky among the generalized atoms of the rows given (a sample),
     and the whitening to_u (r, m) that makes their span's coordinates orthonormal; with a report."""
-    from deccal.dimfree import _make_basis, _whiten
-    basis, captured = _make_basis(kernel, pred, Y, 0, trace_tol, max_rank)
-    to_u, frac = _whiten(basis.K, trace_tol, max_rank)
+    basis, captured = make_basis(kernel, pred, Y, 0, trace_tol, max_rank)
+    to_u, frac = whiten(basis.K, trace_tol, max_rank)
     info = dict(method='landmarks', landmarks=basis.m, landmark_rows=pred.n, rank_P=to_u.shape[0], rank_R=to_u.shape[0],
                 captured_landmarks=captured, captured_whitening=frac)
     return basis, to_u, info
 
-def _landmark_coords(basis, to_u, pred:Embedding, Y) -> tuple:
+def landmark_coords(basis, to_u, pred:Embedding, Y) -> tuple:
     "Coordinates S_P of the predictions and S_R of the residuals phi(y_i) - p(x_i) in the landmarks' orthonormal basis: (N, r) each."
     SP = basis.h(pred) @ to_u.T                               # <v_s, p(x_i)>, whitened
     return SP, basis.h_outcomes(Y) @ to_u.T - SP
 
-def _landmark_factors(kernel:Kernel, pred:Embedding, Y, rng, n_rows:int, trace_tol:float, max_rank:int, on_block=None) -> tuple:
+def landmark_factors(kernel:Kernel, pred:Embedding, Y, rng, n_rows:int, trace_tol:float, max_rank:int, on_block=None) -> tuple:
     """Factors S_P, S_R (n, r) from landmarks chosen on `n_rows` random rows; one pass over the n rows, in blocks under MEMORY_BUDGET."""
     n = pred.n
     rows = np.sort(rng.choice(n, min(n, n_rows), replace=False))
-    basis, to_u, info = _landmark_basis(kernel, pred[rows], Y[rows], trace_tol, max_rank)
+    basis, to_u, info = landmark_basis(kernel, pred[rows], Y[rows], trace_tol, max_rank)
     r, m = to_u.shape
     SP, SR = np.empty((n, r)), np.empty((n, r))
     blocks = checks.row_blocks(n, 8.0 * (4 * m * max(pred.Z.shape[1], 1) + 2 * r))
     for k, (i0, i1) in enumerate(blocks):
-        SP[i0:i1], SR[i0:i1] = _landmark_coords(basis, to_u, pred[i0:i1], Y[i0:i1])
+        SP[i0:i1], SR[i0:i1] = landmark_coords(basis, to_u, pred[i0:i1], Y[i0:i1])
         if on_block is not None: on_block(0, (k + 1) / len(blocks), 'landmark coordinates')
     return SP, SR, to_u, basis, info
 
-def _landmark_search(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits, trace_tol, max_rank, on_start=None) -> tuple:
+def landmark_search(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits, trace_tol, max_rank, on_start=None) -> tuple:
     """The search on the rows given (S_P, S_R, weights w), in the leading directions of S_P (the rule acts through S_P only):
     returns U (A, r) in the landmarks' coordinates, the start values, and the search's rank of P with its captured trace."""
     lam, Wr = scipy.linalg.eigh(SP.T @ SP)
-    k, captured = _rank_by_trace(lam[::-1], lam.sum(), trace_tol, max_rank)
+    k, captured = rank_by_trace(lam[::-1], lam.sum(), trace_tol, max_rank)
     Wk = Wr[:, ::-1][:, :k]
     for U in inits:
         if U.shape != (A, k): raise DeccalError('inits', f"each start must have shape {(A, k)} (n_actions, rank_P), got {U.shape}")
-    U, values = _search(SP @ Wk, SR, w, beta, R1, A, n_starts, rng, max_iter, inits, on_start=on_start)
+    U, values = search_rule(SP @ Wk, SR, w, beta, R1, A, n_starts, rng, max_iter, inits, on_start=on_start)
     return U @ Wk.T, values, k, captured
 
-def _landmark_G(SP, SR, w, U, beta):
+def landmark_G(SP, SR, w, U, beta):
     "sum_i w_i k(x_i, a) S_R[i] over the rows given: the G_a in the landmarks' coordinates, (r, A), for the rule U (A, r)."
     return SR.T @ (w[:, None] * quantal_response(SP @ U.T, beta))
 
-def _landmark_losses(kernel, basis, to_u, g, U, R1):
+def landmark_losses(kernel, basis, to_u, g, U, R1):
     "The value R1 sum_a ||G_a||, the norms, and the (loss, rule_loss) pair over the landmark atoms, from g = G (r, A) and the rule U."
     Gn = np.sqrt((g * g).sum(0))
     scale = np.where(Gn > 0, R1 / np.maximum(Gn, 1e-300), 0.0)
@@ -557,7 +550,7 @@ def audit_best_response(pred:Embedding,      # predictions p(x_i)
         U = rng.normal(size=(A, Pm.shape[1]))
         U *= R1 * 0.9 / np.linalg.norm(U, axis=1, keepdims=True)
         for beta in betas:
-            U, _ = _search(Pm, E, w, beta, R1, A, 0, rng, max_iter, inits=[U])
+            U, _ = search_rule(Pm, E, w, beta, R1, A, 0, rng, max_iter, inits=[U])
             val, G = _hard_value(Pm, E, w, U, R1)
             if val > best: best, bestU, bestG = val, U.copy(), G
     Gn = np.linalg.norm(bestG, axis=0)

@@ -13,7 +13,8 @@ from .embedding import Embedding
 from .losses import cobb_douglas_loss
 from .decisions import no_type_regret, gap_function
 from .audit import audit
-from .dimfree import DimFreeDeCal, load_calibrator
+from .dimfree import DimFreeDeCal
+from .persist import load_calibrator
 from .zhao import ZhaoDeCal
 
 

@@ -11,16 +11,17 @@ try:
     from dask import delayed
     from dask.sizeof import sizeof
 except ImportError: raise ImportError('deccal.dask needs dask: pip install "deccal[dask]"') from None
-from .checks import DeccalError, DeccalTypeError, check_array, as_points, on_dask
+from .checks import DeccalError, DeccalTypeError, check_array, on_dask
 from .kernels import Kernel
 from .embedding import Embedding
 from .decisions import quantal_response
-from .dimfree import DimFreeDeCal, _Rows, _LocalRows, _radius, _validation_split, _split_rows
-from .audit import (AuditResult, _check_holdout, _remeasure, _landmark_basis, _landmark_coords, _landmark_search,
-                          _landmark_G, _landmark_losses)
+from .rows import Rows, LocalRows, split_rows, register_backend
+from .audit import (AuditResult, check_holdout, remeasure, landmark_basis, landmark_coords, landmark_search,
+                          landmark_G, landmark_losses)
+from .dimfree import DimFreeDeCal, radius, validation_split
 
 # %% auto #0
-__all__ = ['DaskEmbedding']
+__all__ = ['DaskEmbedding', 'fit_on_dask', 'transform_on_dask', 'audit_on_dask']
 
 # %% ../nbs/87_dask.ipynb #2591c137
 def _row_array(x, name:str, ndims:tuple, chunks=None):
@@ -135,7 +136,7 @@ def _call(obj, method:str, *args):
     return getattr(obj, method)(*args)
 
 class _DaskRows:
-    "Blocks of rows held by Dask (by the workers of a `dask.distributed` cluster): `map` and `each` as `_LocalRows`, each block where it lives."
+    "Blocks of rows held by Dask (by the workers of a `dask.distributed` cluster): `map` and `each` as `LocalRows`, each block where it lives."
     def __init__(self, blocks, sizes, traffic):
         self.blocks, self.sizes, self.traffic = blocks, sizes, traffic   # traffic: bytes sent to and received from the blocks
 
@@ -168,8 +169,12 @@ def _maxima(kernel, pred:DaskEmbedding, Y) -> tuple:
     return float(m[:, 0].max()), float(m[:, 1].max())
 
 # %% ../nbs/87_dask.ipynb #42df24d7
-def _fit_on_dask(cal:DimFreeDeCal, p:dict, pred, Y, holdout, sample_weight, t0:float) -> DimFreeDeCal:
-    "`DimFreeDeCal.fit` on data held as Dask arrays: the checks, R2 and the validation split here, the rounds in `_fit_rows` on Dask blocks."
+def fit_on_dask(cal:DimFreeDeCal,  # the calibrator being fitted
+                p:dict,            # its checked parameters
+                pred, Y, holdout, sample_weight,   # `fit`'s arguments
+                t0:float,          # the fit's start (time.perf_counter())
+               ) -> DimFreeDeCal:
+    "`DimFreeDeCal.fit` on Dask arrays: the checks, R2 and the validation split here, the rounds in `run_rounds`."
     k_ = p['kernel']
     if p['sample'] != "reuse": raise DeccalError('sample', "data held as Dask arrays are calibrated with sample='reuse' (a split into rounds would move rows)")
     pred = _as_pred(pred); Y = _outcomes(Y, pred)
@@ -179,7 +184,7 @@ def _fit_on_dask(cal:DimFreeDeCal, p:dict, pred, Y, holdout, sample_weight, t0:f
         bad, total = dask.compute(~da.isfinite(sw).all() | (sw < 0).any(), sw.sum())
         if bad: raise DeccalError('sample_weight', "must be finite numbers >= 0")
         if not total > 0: raise DeccalError('sample_weight', "all weights are zero: at least one must be > 0")
-    R2 = _radius(p, *_maxima(k_, pred, Y))
+    R2 = radius(p, *_maxima(k_, pred, Y))
     hold, hw = None, None
     if holdout is not None:
         try: ph, Yh = holdout
@@ -188,19 +193,19 @@ def _fit_on_dask(cal:DimFreeDeCal, p:dict, pred, Y, holdout, sample_weight, t0:f
             ph = _as_pred(ph)
             if ph.dim != pred.dim: raise DeccalError('holdout', f"predictions on R^{ph.dim} but the sample's are on R^{pred.dim}")
             hold = (ph, _outcomes(Yh, ph, 'holdout outcomes'))
-        else: hold = _check_holdout(holdout, k_, pred.dim)
+        else: hold = check_holdout(holdout, k_, pred.dim)
     elif p['early_stopping']:
-        iv, it, hw, sw = _validation_split(p, n, sw)
+        iv, it, hw, sw = validation_split(p, n, sw)
         hold = (pred[iv], Y[iv])
         pred, Y, n = pred[it], Y[it], len(it)
     def sample(idx):                                     # a few thousand rows, gathered for the choice of the basis
         return pred[idx].compute(), k_.check(np.asarray(Y[idx].compute()), 'Y')
     def make_hold(basis, to_u):
         ph, Yh = hold
-        if on_dask(ph): return _DaskRows.build(_Rows, k_, basis, to_u, ph, Yh, hw, traffic)
-        return _LocalRows.build(k_, basis, to_u, ph, Yh, hw)
-    cal._fit_rows(p, n, R2, cal._rounds_cap(R2, p), sample, lambda basis, to_u: _DaskRows.build(_Rows, k_, basis, to_u, pred, Y, sw, traffic),
-                  None if hold is None else make_hold, t0)
+        if on_dask(ph): return _DaskRows.build(Rows, k_, basis, to_u, ph, Yh, hw, traffic)
+        return LocalRows.build(k_, basis, to_u, ph, Yh, hw)
+    make_rows = lambda basis, to_u: _DaskRows.build(Rows, k_, basis, to_u, pred, Y, sw, traffic)
+    cal.run_rounds(p, n, R2, cal.rounds_cap(R2, p), sample, make_rows, None if hold is None else make_hold, t0)
     cal.dask_traffic_ = dict(traffic, rounds=len(cal.all_rounds_), blocks=len(pred.chunks))
     return cal
 
@@ -210,10 +215,12 @@ def _transform_block(cal, pred:Embedding) -> np.ndarray:
     out = cal.transform(pred)
     return np.hstack([out.theta, out.gamma[:, None]])
 
-def _transform_on_dask(cal:DimFreeDeCal, pred) -> DaskEmbedding:
+def transform_on_dask(cal:DimFreeDeCal, # a fitted calibrator
+                      pred,              # a DaskEmbedding
+                     ) -> DaskEmbedding:
     "`transform` as a map over the blocks of rows: the calibrated predictions, a DaskEmbedding with the same blocks (nothing computed yet)."
     pred = _as_pred(pred)
-    cal._check_fitted()
+    cal.check_fitted()
     if pred.dim != cal.basis_.P.dim: raise DeccalError('pred', f"predictions on R^{pred.dim}, the calibrator was fitted on R^{cal.basis_.P.dim}")
     atoms, _ = cal.basis_.expand(np.zeros((0, cal.basis_.m)))
     V = np.vstack([pred.V, atoms])
@@ -227,55 +234,43 @@ class _Coords:
     def __init__(self, SP, SR, w): self.SP, self.SR, self.w = SP, SR, w
 
     @classmethod
-    def build(cls, kernel, basis, to_u, pred, Y, w): return cls(*_landmark_coords(basis, to_u, pred, Y), w)
+    def build(cls, kernel, basis, to_u, pred, Y, w): return cls(*landmark_coords(basis, to_u, pred, Y), w)
 
     def take(self, idx): return self.SP[idx], self.SR[idx], self.w[idx]     # search rows at local indices
 
-    def G(self, U, beta): return _landmark_G(self.SP, self.SR, self.w, U, beta)   # (r, A): the block's part of the G_a
+    def G(self, U, beta): return landmark_G(self.SP, self.SR, self.w, U, beta)   # (r, A): the block's part of the G_a
 
-    def dU(self, U, beta, GN):
-        "The block's part of the gradient of J with respect to U, given GN = R1 G_a / ||G_a|| (r, A) from every block (as `_objective`)."
-        K = quantal_response(self.SP @ U.T, beta)
-        dK = self.w[:, None] * (self.SR @ GN)
-        dz = K * (dK - (dK * K).sum(1, keepdims=True))
-        return (-beta * dz).T @ self.SP
-
-def _objective_on_dask(v, rows:_DaskRows, beta:float, R1:float, A:int) -> tuple:
-    "The audit objective -J and its gradient (as `deccal.audit._objective`) at v, in two map-reduce passes over the blocks: nothing of size n moves."
-    V = v.reshape(A, -1)
-    s = np.sqrt(1 + (V * V).sum(1))
-    U = R1 * V / s[:, None]
-    Gt = sum(rows.each('G', U, beta))                    # (r, A): first pass
-    N = np.sqrt((Gt * Gt).sum(0))
-    dU = sum(rows.each('dU', U, beta, Gt / np.maximum(N, 1e-300) * R1))   # (A, r): second pass
-    dV = R1 * (dU / s[:, None] - V * ((V * dU).sum(1) / s**3)[:, None])
-    return -R1 * N.sum(), -dV.ravel()
-
-def _audit_on_dask(pred, Y, kernel:Kernel, o:dict, t0:float) -> AuditResult:
+def audit_on_dask(pred, Y,          # `audit`'s data: a DaskEmbedding and Dask outcomes
+                  kernel:Kernel,    # the RKHS
+                  o:dict,           # audit's checked options
+                  t0:float,         # the audit's start (time.perf_counter())
+                 ) -> AuditResult:
     "`audit` on data held as Dask arrays (`o`: its checked options): the landmark path, each block reduced where it lives, the search on the client."
     if o['method'] not in ('auto', 'landmarks'):
         raise DeccalError('method', f"data held as Dask arrays are audited with method='landmarks' (or 'auto'), got {o['method']!r}")
     pred = _as_pred(pred); Y = _outcomes(Y, pred)
     n, A, beta, R1 = pred.n, o['A'], o['beta'], o['R1']
     w = da.full(n, 1.0 / n, chunks=(pred.chunks,)) if o['weights'] is None else _vector(o['weights'], pred, 'weights')
-    holdout = None if o['holdout'] is None else _check_holdout(o['holdout'], kernel, pred.dim)   # held-out data: in memory
+    holdout = None if o['holdout'] is None else check_holdout(o['holdout'], kernel, pred.dim)   # held-out data: in memory
     rng = np.random.default_rng(o['seed'])
     lrows = np.sort(rng.choice(n, min(n, o['landmark_rows']), replace=False))      # as the in-memory path draws them
-    basis, to_u, info = _landmark_basis(kernel, pred[lrows].compute(), kernel.check(np.asarray(Y[lrows].compute()), 'Y'),
+    basis, to_u, info = landmark_basis(kernel, pred[lrows].compute(), kernel.check(np.asarray(Y[lrows].compute()), 'Y'),
                                         o['trace_tol'], o['max_rank'])
     rows = _DaskRows.build(_Coords, kernel, basis, to_u, pred, Y, w)
     srch = np.sort(rng.choice(n, o['search_max'], replace=False)) if n > o['search_max'] else np.arange(n)
-    parts = rows.each('take', per=_split_rows(srch, rows.sizes))
+    parts = rows.each('take', per=split_rows(srch, rows.sizes))
     SP, SR, ws = (np.concatenate([q[j] for q in parts]) for j in range(3))
     if n > o['search_max']: ws = ws * (n / o['search_max'])   # the search's weights: an unbiased estimate of the objective
-    U, values, info['rank_P'], info['captured_P'] = _landmark_search(SP, SR, ws, beta, R1, A, o['n_starts'], rng, o['max_iter'], o['inits'],
+    U, values, info['rank_P'], info['captured_P'] = landmark_search(SP, SR, ws, beta, R1, A, o['n_starts'], rng, o['max_iter'], o['inits'],
                                                                     o['trace_tol'], o['max_rank'])
-    value, Gn, loss, rule = _landmark_losses(kernel, basis, to_u, sum(rows.each('G', U, beta)), U, R1)
+    value, Gn, loss, rule = landmark_losses(kernel, basis, to_u, sum(rows.each('G', U, beta)), U, R1)
     info.update(search_rows=len(srch), start_values=values, search_value=max(values), passes=1, blocks=len(rows.sizes), traffic=dict(rows.traffic))
     res = AuditResult(value, loss, rule, Gn, beta, R1, n, info)
     if holdout is not None:
         ph, Yh = holdout
         R2 = o['R2'] if o['R2'] is not None else float(np.sqrt(max(*_maxima(kernel, pred, Y), kernel.diag(Yh).max(), ph.sq_norms(kernel).max())))
-        _remeasure(res, holdout, kernel, None, None, o['delta'], R2)
+        remeasure(res, holdout, kernel, None, None, o['delta'], R2)
     res.info['seconds'] = time.perf_counter() - t0
     return res
+
+register_backend('dask', on_dask, audit=audit_on_dask, fit=fit_on_dask, transform=transform_on_dask)

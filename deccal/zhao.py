@@ -6,9 +6,9 @@
 from __future__ import annotations
 import inspect
 import numpy as np
-from .checks import DeccalError
+from .checks import DeccalError, check_number
 from .kernels import Kernel
-from .dimfree import DimFreeDeCal, _CALIBRATORS
+from .dimfree import DimFreeDeCal
 
 # %% auto #0
 __all__ = ['ZhaoDeCal']
@@ -31,7 +31,10 @@ class ZhaoDeCal(DimFreeDeCal):
         self.kernel, self.regularizer = kernel, regularizer
         for name, default in _OPTIONS.items(): setattr(self, name, options.get(name, default))
 
-    def _directions(self, g, Gn, Dhat, p:dict):
+    param_checks = {**{k: v for k, v in DimFreeDeCal.param_checks.items() if k != 'step'},   # no step size
+                    'regularizer': lambda v, nm: check_number(v, nm, 0.0, lo_closed=True)}
+
+    def patch_directions(self, g, Gn, Dhat, p:dict) -> tuple:
         "The patch G^T (D_hat + regularizer I)^{-1} k(x): directions d_b = sum_a [(D_hat + regularizer I)^{-1}]_ab G_a, in whitened coordinates."
         M = Dhat + p['regularizer'] * np.eye(len(Dhat))
         ev = np.linalg.eigvalsh(M)
@@ -40,7 +43,7 @@ class ZhaoDeCal(DimFreeDeCal):
                               "(almost) never chosen by the audited rule; the unregularized patch is undefined. Use regularizer > 0 (the paper uses 1).")
         return np.linalg.solve(M, g), 1.0
 
-    def _round_bound(self, R2:float, p:dict) -> float:
+    def round_bound(self, R2:float, p:dict) -> float:
         """Cap on rounds from the potential argument on the calibration sample: each round lowers the sample's square loss by
         at least c sum_a ||G_a||^2 >= c (value / R1)^2 / |A| with c = (1 + 2 lambda) / (1 + lambda)^2, and value > 3 eps / 4,
         so at most 4 R2^2 |A| R1^2 16 / (9 c eps^2) rounds (the factor |A| of the paper's proof is kept)."""
@@ -52,5 +55,3 @@ class ZhaoDeCal(DimFreeDeCal):
 _ps = list(_DIMFREE_SIG.parameters.values())
 ZhaoDeCal.__init__.__signature__ = _DIMFREE_SIG.replace(parameters=_ps[:2] + [
     inspect.Parameter('regularizer', inspect.Parameter.KEYWORD_ONLY, default=1.0, annotation='float')] + [q for q in _ps[2:] if q.name != 'step'])
-_CALIBRATORS['ZhaoDeCal'] = ZhaoDeCal
-

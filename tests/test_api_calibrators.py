@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from deccal.dimfree import DimFreeDeCal, load_calibrator
+from deccal.dimfree import DimFreeDeCal
+from deccal.persist import load_calibrator
 from deccal.embedding import Embedding
 from deccal.kernels import Linear, RBF
 from deccal.zhao import ZhaoDeCal

@@ -17,7 +17,8 @@ import pytest
 
 from deccal.audit import explicit_predictions
 from deccal.decisions import quantal_response
-from deccal.dimfree import DimFreeDeCal, load_calibrator, FORMAT_VERSION
+from deccal.dimfree import DimFreeDeCal
+from deccal.persist import load_calibrator, FORMAT_VERSION
 from deccal.embedding import Embedding
 from deccal.kernels import Linear, Polynomial, RBF
 from deccal.losses import Loss

@@ -16,7 +16,8 @@ import pytest
 import scipy.optimize, scipy.special
 
 from deccal.audit import explicit_predictions, certify
-from deccal.dimfree import DimFreeDeCal, load_calibrator
+from deccal.dimfree import DimFreeDeCal
+from deccal.persist import load_calibrator
 from deccal.embedding import Embedding
 from deccal.kernels import Linear
 from deccal.zhao import ZhaoDeCal

@@ -62,9 +62,9 @@ def test_rows_path_stops_only_when_the_searched_part_is_below_the_target(monkeyp
     x = rng.normal(size=(400, 2)); p, Y = Embedding.from_points(0.7 * x), x + 0.2 * rng.normal(size=(400, 2))
     kw = dict(n_actions=3, beta=4.0, R1=1.0, max_rounds=4, early_stopping=False, search_max=120)
     v0 = deccal.DimFreeDeCal(deccal.Linear(), eps=0.01, **kw).fit(p, Y).history_[0]['audit_value']   # round 0 on every row
-    real = dm._search
+    real = dm.search_rule
     def fit(part_value, eps):
-        monkeypatch.setattr(dm, '_search', lambda *a, **k: (real(*a, **k)[0], [part_value]))   # the part's value, as reported
+        monkeypatch.setattr(dm, 'search_rule', lambda *a, **k: (real(*a, **k)[0], [part_value]))   # the part's value, as reported
         return deccal.DimFreeDeCal(deccal.Linear(), eps=eps, **kw).fit(p, Y)
     easy, hard = 2 * v0 / 0.75, 1e-6 * v0          # 3 eps / 4 above round 0's value on every row / below any value
     c = fit(0.0, easy)
