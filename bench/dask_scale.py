@@ -21,7 +21,7 @@ Warm-up: in-memory and Dask fits and audits on a few hundred points (Numba compi
 client and in both workers).  Then, in this order: Dask's per-task overhead (1,000 no-op delayed tasks), the
 in-memory fit, the Dask fit with max_rounds=0 (its one-off setup: the R2 pass, the basis, building and persisting
 the row state, one square-loss pass), the Dask fit, the in-memory audit, the Dask audit.  Measured: wall time;
-the client's `_search` and `_gather_search` time (deccal.dimfree's functions wrapped with timers in the client:
+the client's `search_rule` and `gather_search` time (deccal.dimfree's functions wrapped with timers in the client:
 no library code is changed); `dask_traffic_` / `info['traffic']` (deccal's own count of the payload bytes,
 `dask.sizeof`, sent to and received from the blocks); the bytes through the loopback interface (psutil; all of
 the cluster's traffic -- client, scheduler and workers talk over 127.0.0.1 -- including Dask's own messages, and
@@ -104,7 +104,7 @@ def one(n, chunk, rounds=ROUNDS):
     marks = []                                              # (time, search s, gather s so far) at each round's patch: the steady per-round figures
     def mark(event):
         if event == 'round': marks.append((time.perf_counter(), T.get('search', 0.0), T.get('gather', 0.0)))
-    T = instrument(mark)                                    # client-side timers: _search, _gather_search, _make_basis, _whiten
+    T = instrument(mark)                                    # client-side timers: search_rule, gather_search, make_basis, whiten
     dmap = ddk._DaskRows.map
     def dask_map(self, method, *args):
         out = dmap(self, method, *args)
@@ -318,7 +318,7 @@ def write(res):
 def cost_lines(res):
     I, rows = cost_model(res)
     L = ['## Cost model: a 10^9-row fit on N workers of 2 cores', '',
-         'Per round, the fit (`_fit_rows` on Dask blocks) does, in sequence: a square-loss pass over every block; gathering 20,000 search rows '
+         'Per round, the fit (`run_rounds` on Dask blocks) does, in sequence: a square-loss pass over every block; gathering 20,000 search rows '
          '(S and T, 2 r numbers each) to the client; the search (L-BFGS, 2 random starts + the previous witness) on the client; one pass for '
          "the rule's statistics ((A, r) + (A, A) per block back); one patch pass (U and the directions, (A, r) each, to every block). "
          'So wall time per round = search and stacking the search rows (client; independent of n and N) + rows (the work on every row, divided among '

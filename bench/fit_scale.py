@@ -1,4 +1,4 @@
-"""Benchmark: fitting `deccal.DimFreeDeCal` from n = 1,000 to 1,000,000 rows (the row-block path `_fit_rows` above 20,000).
+"""Benchmark: fitting `deccal.DimFreeDeCal` from n = 1,000 to 1,000,000 rows (the row-block path `run_rounds` above 20,000).
 
 Prints figures; it is not a test.  Usage:
 
@@ -11,7 +11,7 @@ Scenario (as bench/audit_scale.py): point forecasts in R^3 (`Embedding.from_poin
 unless the auditor finds nothing above 3 eps / 4 first; the rounds run are reported); every other parameter at
 its default (max_rank=300, search_max=20,000, sample='reuse', n_starts=2, max_iter=100).  Data: x ~ N(0, I_3),
 predictions 0.8 x, outcomes x + 0.3 N(0, I_3).  Up to n = 20,000 `fit` runs in memory on the whole sample;
-above, `_fit_rows`: the basis from a pivoted Cholesky on 20,000 random rows, the state of every row in whitened
+above, `run_rounds`: the basis from a pivoted Cholesky on 20,000 random rows, the state of every row in whitened
 coordinates (three n x r arrays, r = rank_), each round's search on 20,000 random rows, the patch on all rows.
 Targets: n = 100,000 in at most 60 s and n = 1,000,000 in at most 10 minutes on 2 cores; peak memory at
 1,000,000 at most 8 GB (also given as a multiple of n r 8 bytes).  If r = 300 takes 1,000,000 over 8 GB, it is
@@ -25,8 +25,8 @@ before each run the parent waits (up to 60 s; the first series waited up to 10 m
 (the checkout is shared); `others busy` = share of the CPUs other processes used in the second before the run (as audit_scale.py), and
 `others during` = the same over the timed fit (whole-machine busy CPU from /proc/stat minus this process's).
 The fit's parts are timed by wrapping deccal.dimfree's module functions in the subprocess (no library code is
-changed): the basis (`_make_basis` + `_whiten`), the row state (`_LocalRows.build`), the searches (`_search`) and
-the gathering of the search rows (`_gather_search`); the rest of the time is the per-round row work (square loss,
+changed): the basis (`make_basis` + `whiten`), the row state (`LocalRows.build`), the searches (`search_rule`) and
+the gathering of the search rows (`gather_search`); the rest of the time is the per-round row work (square loss,
 the rule's statistics, the patch and projection of every row).  The time exponent is the least-squares slope of
 log(time) on log(n) over n >= 30,000 (r = 300).  A run that takes more than 15 minutes is stopped and recorded.
 """
@@ -71,25 +71,25 @@ def instrument(progress=None):
                 T[name] = T.get(name, 0.0) + time.perf_counter() - t
                 T[name + '_calls'] = T.get(name + '_calls', 0) + 1
         return g
-    dfm._search = timed('search', dfm._search)
-    dfm._make_basis = timed('basis', dfm._make_basis)
-    dfm._whiten = timed('whiten', dfm._whiten)
-    dfm._gather_search = timed('gather', dfm._gather_search)
-    build = dfm._LocalRows.build
+    dfm.search_rule = timed('search', dfm.search_rule)
+    dfm.make_basis = timed('basis', dfm.make_basis)
+    dfm.whiten = timed('whiten', dfm.whiten)
+    dfm.gather_search = timed('gather', dfm.gather_search)
+    build = dfm.LocalRows.build
     def build_rows(*a, **k):
         out = build(*a, **k)
         T['block_rows'] = sorted(set(out.sizes)) ; T['blocks'] = len(out.sizes)
         return out
-    dfm._LocalRows.build = timed('build_rows', build_rows)   # a plain function on the class: called as _LocalRows.build(...)
+    dfm.LocalRows.build = timed('build_rows', build_rows)   # a plain function on the class: called as LocalRows.build(...)
     if progress is not None:
-        timed_build, rows_map = dfm._LocalRows.build, dfm._LocalRows.map
+        timed_build, rows_map = dfm.LocalRows.build, dfm.LocalRows.map
         def build_then_report(*a, **k):
             out = timed_build(*a, **k); progress('setup'); return out
         def map_then_report(self, method, *args):
             out = rows_map(self, method, *args)
             if method == 'patch': progress('round')
             return out
-        dfm._LocalRows.build, dfm._LocalRows.map = build_then_report, map_then_report
+        dfm.LocalRows.build, dfm.LocalRows.map = build_then_report, map_then_report
     return T
 
 
@@ -155,9 +155,9 @@ def profile_one(n=100_000, rounds=5, top=30):
             return f(*a, **k)
         return g
     dau._objective = record('audit._objective (SP, SR)', dau._objective, lambda v, SP, SR, *r: (SP.shape, SR.shape))
-    dfm._search = record('dimfree._search (S, T)', dfm._search, lambda S, T, *r, **k: (S.shape, T.shape))
+    dfm.search_rule = record('dimfree.search_rule (S, T)', dfm.search_rule, lambda S, T, *r, **k: (S.shape, T.shape))
     for meth in ('stats', 'patch', 'square_loss_sum', 'take'):
-        setattr(dfm._Rows, meth, record(f'_Rows.{meth} (x per block)', getattr(dfm._Rows, meth), lambda self, *a, **k: self.x.shape))
+        setattr(importlib.import_module('deccal.rows').Rows, meth, record(f'_Rows.{meth} (x per block)', getattr(importlib.import_module('deccal.rows').Rows, meth), lambda self, *a, **k: self.x.shape))
     px, y = make_data(n)
     pred = Embedding.from_points(px)
     cal = DimFreeDeCal(RBF(0.5), max_rounds=rounds, **KW)
@@ -322,7 +322,7 @@ def write(rows, profs, ab, done, notes=()):
              'Produced by `python bench/fit_scale.py` (then `--finish`, and `--update --n ... --blas-threads 1` for the second series). '
              'Scenario: point forecasts in R^3, RBF gamma = 0.5, 5 actions, beta = 10, R1 = 1, '
              "eps = 0.02, step='line-search', max_rounds = 20, early_stopping=False, every other parameter at its default "
-             '(max_rank 300, search_max 20,000, n_starts 2, max_iter 100). n <= 20,000: the in-memory path; above: `_fit_rows`. '
+             '(max_rank 300, search_max 20,000, n_starts 2, max_iter 100). n <= 20,000: the in-memory path; above: `run_rounds`. '
              'Peak = VmHWM during the fit minus VmRSS before it; r = rank_. "s/round" = seconds / rounds run; "search s/round" = '
              'the `_search` calls (L-BFGS on 20,000 rows, or on all n up to 20,000) per round; "rows s/round" = '
              '(seconds - setup - search - gathering the search rows) / rounds, i.e. the work on every row per round (for n <= 20,000 '
@@ -409,7 +409,7 @@ def reading(prof):
             f"{calls:.0f} evaluations of `audit._objective` per round (L-BFGS, 2 random starts + the previous witness, at most 100 "
             f"iterations each) at {obj['tottime'] / max(obj['ncalls'], 1) * 1e3:.0f} ms each, on the (20,000, 300) search rows S and T: four "
             "matrix products of a (20,000 x 300) matrix with a (300 x 5) or (20,000 x 5) one and a quantal response on (20,000, 5). The work on "
-            f"every row is the rest: the rule's statistics (`_Rows.stats`, {rows['stats']['cumtime'] / R:.2f} s per round), the patch and projection "
+            f"every row is the rest: the rule's statistics (`Rows.stats`, {rows['stats']['cumtime'] / R:.2f} s per round), the patch and projection "
             f"({rows['patch']['cumtime'] / R:.2f} s), the square loss ({rows['square_loss_sum']['cumtime'] / R:.2f} s), with the coordinates "
             f"gamma h + x rebuilt as an (n, r) temporary in each of them (`coords`, {rows['coords']['ncalls'] / R:.0f} calls, "
             f"{rows['coords']['tottime'] / R:.2f} s own time per round), on blocks of about 11,000 rows. One-off: the pivoted Cholesky for the "
@@ -428,7 +428,7 @@ def profile_lines(prof):
     for r in prof['by_cumtime'][:22]:
         out.append(f"| `{r['func']}` | {r['ncalls'] / R:.1f} | {r['cumtime'] / R:.2f} | {r['tottime'] / R:.2f} |")
     out += ['', '(`bench/fit_scale.py:...(g)` is the wrapper that records the array shapes below and times the parts; it wraps `_search`, '
-            '`_make_basis`, `_whiten`, `_gather_search` and the `_Rows` methods, so its cumulative time is theirs.)']
+            '`make_basis`, `whiten`, `gather_search` and the `Rows` methods, so its cumulative time is theirs.)']
     out += ['', 'Top functions by own time:', '', '| function | calls per round | own s per round |', '|---|---|---|']
     for r in prof['by_tottime'][:15]:
         out.append(f"| `{r['func']}` | {r['ncalls'] / R:.1f} | {r['tottime'] / R:.2f} |")

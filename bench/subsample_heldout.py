@@ -8,7 +8,7 @@ Prints figures; it is not a test.  Usage:
     python bench/subsample_heldout.py --cache /tmp/x.jsonl  # keep finished jobs (and pieces) there and reuse them
 
 The question.  With more than `search_max` fitted rows (sample='reuse'), `DimFreeDeCal.fit` takes the row-block
-path (`_fit_rows`): the basis of atoms is chosen by a pivoted Cholesky on `search_max` random rows (not all rows),
+path (`run_rounds`): the basis of atoms is chosen by a pivoted Cholesky on `search_max` random rows (not all rows),
 and each round's auditor search runs on `search_max` random rows (not all), while the patch statistics (G_a, D_hat,
 the line search) use every row.  With at most `search_max` rows the old path runs (basis and search on every row).
 The bar: the held-out decision calibration of the calibrator fitted on the subsampled path is no worse than the

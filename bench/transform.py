@@ -130,9 +130,9 @@ def _steps(cal, pred, clock):
         t1 = time.perf_counter(); clock[(name, shapes)] += t1 - t0; return t1
 
     t = time.perf_counter()
-    cal._check_fitted(pred)
+    cal.check_fitted(pred)
     b, S = cal.basis_, cal._stacked()
-    t = tick('transform: _check_fitted (kernel.check of the points)', t, f"Z {pred.Z.shape}")
+    t = tick('transform: check_fitted (kernel.check of the points)', t, f"Z {pred.Z.shape}")
     atoms, _ = b.expand(np.zeros((0, b.m)))
     V = np.vstack([pred.V, atoms])
     theta = np.empty((pred.n, len(V)))
@@ -140,7 +140,7 @@ def _steps(cal, pred, clock):
     TA = S['C'].shape[0]
     blocks = row_blocks(pred.n, 8 * (3 * b.m + 4 * TA + len(V)))
     t = tick('transform: output arrays allocated (np.empty, not touched yet)', t, f"theta {theta.shape}")
-    A, beta, R2 = cal._fitted['n_actions'], cal._fitted['beta'], cal.R2_
+    A, beta, R2 = cal.params_['n_actions'], cal.params_['beta'], cal.R2_
     clock['blocks'] = [i1 - i0 for i0, i1 in blocks]
     for i0, i1 in blocks:
         part = pred[i0:i1]
@@ -157,7 +157,7 @@ def _steps(cal, pred, clock):
         t = tick('_replay: HC, HD = h @ C.T, h @ D.T', t, f"2 x (N_b, {b.m}) @ ({b.m}, {TA})")
         BG = np.concatenate([S['BC'][:, :, None], S['GD'][:, :, None]], axis=2)
         a = np.zeros((Nb, TA))
-        n2 = part.sq_norms(cal._fitted['kernel'])
+        n2 = part.sq_norms(cal.params_['kernel'])
         c = np.minimum(1.0, R2 / np.sqrt(np.maximum(n2, 1e-300)))
         t = tick('_replay: BG, a = zeros, sq_norms, c', t, f"a (N_b, {TA})")
         for t0 in range(0, TA, A):
