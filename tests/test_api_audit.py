@@ -228,3 +228,30 @@ def test_progress_while_factoring(monkeypatch):
     assert len(gram_lines) >= 10, lines[:first_search]
     pcts = [int(l.split('%')[0].split()[-1].split(':')[-1]) for l in gram_lines if 'pass 1 ' in l]
     assert pcts == sorted(pcts) and pcts[-1] == 100
+
+
+# --- the report: each statement's bound, approximation and level, and their joint level ---------------
+def test_report_levels_joint_and_R2_wording():
+    # before: the bound over l had no level, the lower bound did not name its normal approximation, the Hoeffding line
+    # was called distribution-free with R2 taken from the data, and no joint level was given for the statements
+    pred, Y = _points(80, seed=7)
+    est = certify(pred, Y, kernel=Linear(), n_actions=2, beta=5.0, n_starts=1, max_iter=20, delta=0.1)
+    given = certify(pred, Y, kernel=Linear(), n_actions=2, beta=5.0, n_starts=1, max_iter=20, delta=0.1,
+                    R2=2 * est.info['R2'])
+    assert (est.info['R2_given'], given.info['R2_given']) == (False, True)
+    for r in (est, given):
+        text, joint = r.report(), r.report(joint=True)
+        numbered = [l for l in text.splitlines() if l.startswith('  [')]
+        assert len(numbered) == 4 and all('with confidence 90%' in l for l in numbered)
+        assert all('with confidence 97.5%' in l for l in joint.splitlines() if l.startswith('  ['))
+        assert 'at least 60% (1 - 4 x 0.1' in text and 'all 4 hold together with confidence at least 90%' in joint
+        b = r.bounds(0.1 / 4)                        # report(joint=True) prints the single bounds at delta / k
+        for key in ('normal_upper', 'hoeffding_upper', 'rule_bound'): assert f"{b[key]:.4g} with confidence" in joint
+        # Hoeffding's one-sided half-width 2 R1 R2 sqrt(2 ln(1/delta) / m), from the stored numbers
+        half = 2 * r.R1 * r.info['R2'] * np.sqrt(2 * np.log(4 / 0.1) / r.holdout_m)
+        assert b['hoeffding_upper'] == pytest.approx(r.holdout_value + half, rel=1e-12)
+    assert est.report().count('not distribution-free') == 3     # the R2 line, the Hoeffding line, the bound over l
+    assert 'not distribution-free' not in given.report() and 'R2 = ' in given.report()
+    _raises(lambda: est.report(joint=1), 'joint', type_error=True)
+    _raises(lambda: est.bounds(delta=1.5), 'delta')
+    _raises(lambda: audit(pred, Y, kernel=Linear(), n_starts=1).bounds(), 'holdout')
