@@ -410,7 +410,7 @@ def audit_on_dask(
             if opts['R2'] is not None
             else float(np.sqrt(max(*_maxima(kernel, pred, Y), kernel.diag(Yh).max(), ph.sq_norms(kernel).max())))
         )
-        remeasure(res, holdout, kernel, None, None, opts['delta'], R2)
+        remeasure(res, holdout, kernel, None, None, opts['delta'], R2, R2_given=opts['R2'] is not None)
     res.info['seconds'] = time.perf_counter() - t0
     return res
 

@@ -19,7 +19,7 @@ from .params import Estimator, optional, check_verbose
 from .audit import search_rule, check_holdout, certify as certify_sample, AuditResult
 
 # %% auto #0
-__all__ = ['unit_rows', 'check_kernel_param', 'DimFreeDeCal', 'radius', 'validation_split']
+__all__ = ['unit_rows', 'check_kernel_param', 'DimFreeDeCal', 'radius', 'validation_split', 'mean_of_sums']
 
 # %% ../nbs/08_dimfreedecal.ipynb #d61f4b21
 def unit_rows(g,           # (A, r) the G_a in whitened coordinates
@@ -238,7 +238,62 @@ def set_fitted_state(self:DimFreeDeCal,
     self._stack_cache = None
     return self
 
-# %% ../nbs/08_dimfreedecal.ipynb #017f6238
+# %% ../nbs/08_dimfreedecal.ipynb #adc2fd98
+def mean_of_sums(sums:list, # (sum of w g, sum of w) per block
+                ) -> float:
+    "The weighted mean of g over every block."
+    return sum(s for s, _ in sums) / sum(w for _, w in sums)
+
+# %% ../nbs/08_dimfreedecal.ipynb #8b250294
+@patch
+def start_rows(self:DimFreeDeCal,
+               params:dict,     # the checked parameters
+               n:int,           # the number of rows the patches are fitted on
+               R2:float,        # the radius of the prediction ball
+               fetch_rows,      # fetch_rows(idx) -> (Embedding, Y) of rows idx (sorted), in memory: the basis's
+               make_rows,       # make_rows(basis, to_u) -> the row blocks (LocalRows, or a backend's blocks)
+               make_hold,       # the same for the held-out rows, or None
+              ) -> dict:        # basis, captured, to_u, rows, hold (projected), base_sq
+    "Before round 0: the basis from at most `search_max` rows, its whitening, and every block's state, projected."
+    n_search = min(n, params['search_max'])
+    basis_rows = np.sort(np.random.default_rng([params['seed'], 3]).choice(n, n_search, replace=False))
+    basis, captured = make_basis(params['kernel'], *fetch_rows(basis_rows), params['exact_max'],
+                                 params['trace_tol'], params['max_rank'])
+    to_u, _ = whiten(basis.K, params['trace_tol'], params['max_rank'])
+    rows = make_rows(basis, to_u)
+    hold = None if make_hold is None else make_hold(basis, to_u).map('project', R2)
+    base_sq = mean_of_sums(rows.each('square_loss_sum'))   # the base predictor's square loss, before the projection
+    return dict(basis=basis, captured=captured, to_u=to_u, rows=rows.map('project', R2), hold=hold, base_sq=base_sq)
+
+# %% ../nbs/08_dimfreedecal.ipynb #a9a4d706
+@patch
+def audit_round(self:DimFreeDeCal,
+                params:dict,     # the checked parameters
+                rows,            # the row blocks (LocalRows, or a backend's)
+                hold,            # the held-out row blocks, or None
+                searched,        # sorted rows the auditor searches (and, with sample='split', the rows it audits)
+                split:bool,      # True: the round's sums are over `searched` only (sample='split'); else every row
+                inits:list,      # extra starts of the search (the previous round's rule)
+                rng,             # the search's random generator
+               ) -> dict:
+    """Lines 2-4 of Algorithm 1 (line 3 of Algorithm 2): the auditor's rule l'_t (whitened coordinates U), the value
+    R1 sum_a ||G_a|| of the closed-form best loss for it, the round's sums G_a and D_hat, and the witnessed pair's gap
+    re-measured on held-out rows."""
+    A, beta, R1 = params['n_actions'], params['beta'], params['R1']
+    S, T, ws = gather_search(rows, searched)
+    U, search_values = search_rule(S, T, ws, beta, R1, A, params['n_starts'], rng, params['max_iter'], inits)
+    per_block = (rows.each('stats_at', U, beta, per=split_rows(searched, rows.sizes)) if split
+                 else rows.each('stats', U, beta))       # each block reduced to (A, r), (A, A) and its weight
+    W = sum(q[2] for q in per_block)
+    g, Dhat = sum(q[0] for q in per_block) / W, sum(q[1] for q in per_block) / W
+    Gn = np.linalg.norm(g, axis=1)
+    out = dict(U=U, g=g, Gn=Gn, Dhat=Dhat, value=float(R1 * Gn.sum()), search_value=max(search_values))
+    if hold is not None:                                 # the witnessed pair re-measured on held-out data
+        out['holdout_value'], out['holdout_se'] = mean_se(
+            np.sum(hold.each('gap_sums', U, unit_rows(g, Gn, R1), beta), axis=0))
+    return out
+
+# %% ../nbs/08_dimfreedecal.ipynb #46ec01a0
 @patch
 def run_rounds(self:DimFreeDeCal,
                params:dict,     # the checked parameters
@@ -251,105 +306,52 @@ def run_rounds(self:DimFreeDeCal,
                t0:float,        # the fit's start (time.perf_counter())
                parts=None,      # sample='split': the sorted rows each round audits (one array per round)
               ) -> DimFreeDeCal:
-    """Algorithm 1 (or 2: `patch_directions` decides) on row blocks, for every path: each round searches for the rule
-    on `search_max` rows (all of them, or round t's part), reduces every block to the round's sums, and patches."""
-    kern, A, beta, R1 = params['kernel'], params['n_actions'], params['beta'], params['R1']
+    """Algorithm 1 (or 2: `patch_directions` decides) for every path: each round audits (`audit_round`), stops or
+    patches every block; early stopping keeps the round with the lowest held-out square loss."""
     bound, max_rounds = caps
-    n_search = min(n, params['search_max'])
-    basis_rows = np.sort(np.random.default_rng([params['seed'], 3]).choice(n, n_search, replace=False))
-    basis, captured = make_basis(
-        kern, *fetch_rows(basis_rows), params['exact_max'], params['trace_tol'], params['max_rank']
-    )
-    to_u, _ = whiten(basis.K, params['trace_tol'], params['max_rank'])
-    rows = make_rows(basis, to_u)
-    hold = None if make_hold is None else make_hold(basis, to_u).map('project', R2)
-    mean = lambda sums: sum(s for s, _ in sums) / sum(w for _, w in sums)
-    base_sq = mean(rows.each('square_loss_sum'))  # the base predictor's square loss, before the projection
-    rows = rows.map('project', R2)
-    rng = np.random.default_rng(params['seed'])
+    start = self.start_rows(params, n, R2, fetch_rows, make_rows, make_hold)
+    rows, hold, to_u, basis = start['rows'], start['hold'], start['to_u'], start['basis']
+    n_search, rng = min(n, params['search_max']), np.random.default_rng(params['seed'])
     rounds, history, U_prev, held_losses = [], [], None, []
     target, stop = 0.75 * params['eps'], "max_rounds"
     bar = Progress(1.0, type(self).__name__, enabled=params['verbose'], count=False)
     for t in range(max_rounds + 1):
-        rec = dict(round=t, square_loss=mean(rows.each('square_loss_sum')))
+        rec = dict(round=t, square_loss=mean_of_sums(rows.each('square_loss_sum')))
         if hold is not None:
-            held_losses.append(mean(hold.each('square_loss_sum')))
+            held_losses.append(mean_of_sums(hold.each('square_loss_sum')))
             rec.update(holdout_square_loss=held_losses[-1])
         if params['early_stopping'] and t - int(np.argmin(held_losses)) >= params['n_iter_no_change']:
             stop = "early_stopping"
         if t == max_rounds or stop == "early_stopping":
-            rec.update(audit_value=None)
-            history.append(rec)
-            break
-        if parts is not None:
-            searched = parts[t]  # the rows this round's auditor sees
-        elif n > n_search:
-            searched = np.sort(rng.choice(n, n_search, replace=False))
-        else:
-            searched = np.arange(n)
-        S, T, ws = gather_search(rows, searched)
-        U, search_values = search_rule(
-            S, T, ws, beta, R1, A, params['n_starts'], rng, params['max_iter'], [] if U_prev is None else [U_prev]
-        )
-        U_prev = U
-        per_block = (
-            rows.each('stats', U, beta)
-            if parts is None
-            else rows.each('stats_at', U, beta, per=split_rows(searched, rows.sizes))
-        )
-        W = sum(q[2] for q in per_block)  # each block reduced to (A, r), (A, A) and its weight
-        g, Dhat = sum(q[0] for q in per_block) / W, sum(q[1] for q in per_block) / W
-        Gn = np.linalg.norm(g, axis=1)
-        value = float(R1 * Gn.sum())
-        rec.update(audit_value=value)
-        if hold is not None:  # the witnessed pair re-measured on held-out data
-            mg, se = mean_se(np.sum(hold.each('gap_sums', U, unit_rows(g, Gn, R1), beta), axis=0))
-            rec.update(holdout_value=mg, holdout_se=se)
+            rec.update(audit_value=None); history.append(rec); break
+        if parts is not None: searched = parts[t]      # the rows this round's auditor sees
+        elif n > n_search: searched = np.sort(rng.choice(n, n_search, replace=False))
+        else: searched = np.arange(n)
+        r = self.audit_round(params, rows, hold, searched, parts is not None, [] if U_prev is None else [U_prev], rng)
+        U_prev = r['U']
+        rec.update(audit_value=r['value'], **{k: r[k] for k in ('holdout_value', 'holdout_se') if k in r})
         history.append(rec)
-        bar.update(
-            _progress_fraction(value, history[0]['audit_value'], target, t, max_rounds),
-            f"round {t}/{max_rounds}  audit value {value:.4g} (stop at {target:.4g})  square loss "
-            f"{rec['square_loss']:.5g}" + (f"  held out {rec['holdout_square_loss']:.5g}" if hold else ''),
-        )
+        bar.update(_progress_fraction(r['value'], history[0]['audit_value'], target, t, max_rounds),
+                   f"round {t}/{max_rounds}  audit value {r['value']:.4g} (stop at {target:.4g})  square loss "
+                   f"{rec['square_loss']:.5g}" + (f"  held out {rec['holdout_square_loss']:.5g}" if hold else ''))
         # stop when neither the searched rows (the value the search reached there) nor every row (the value of the
         # rule found) shows more than the target: a search on a part can miss the worst rule, and the rule it
         # finds then looks calibrated on every row while a better search would still find a gap
-        if max(value, max(search_values)) <= target:
-            stop = "target"
-            break
-        Du, eta = self.patch_directions(g, Gn, Dhat, params)
+        if max(r['value'], r['search_value']) <= target: stop = "target"; break
+        Du, eta = self.patch_directions(r['g'], r['Gn'], r['Dhat'], params)   # line 4 of Algorithm 1
         D = Du @ to_u
-        rounds.append(dict(C=U @ to_u, D=D, KD=D @ basis.K, eta=eta))
-        rows = rows.map('patch', U, Du, beta, R2)
-        if hold is not None:
-            hold = hold.map('patch', U, Du, beta, R2)
-    best = int(np.argmin(held_losses)) if params['early_stopping'] else len(rounds)  # the lowest held-out square loss
+        rounds.append(dict(C=r['U'] @ to_u, D=D, KD=D @ basis.K, eta=eta))
+        rows = rows.map('patch', r['U'], Du, params['beta'], R2)                # lines 5-6: patch, project
+        if hold is not None: hold = hold.map('patch', r['U'], Du, params['beta'], R2)
+    best = int(np.argmin(held_losses)) if params['early_stopping'] else len(rounds)   # the lowest held-out loss
     found = [h['audit_value'] for h in history if h['audit_value'] is not None]
-    bar.close(
-        f"{len(rounds)} rounds, "
-        + (f"audit value {found[0]:.4g} -> {found[-1]:.4g}, " if found else '')
-        + {
-            "target": "target reached",
-            "max_rounds": "max_rounds reached",
-            "early_stopping": "held-out square loss stopped falling",
-        }[stop]
-        + (f"; keeping {best} rounds" if params['early_stopping'] else '')
-    )
-    return self.set_fitted_state(
-        params,
-        basis,
-        rounds,
-        history,
-        best_round_=best,
-        stop_reason_=stop,
-        R2_=R2,
-        round_bound_=bound,
-        n_fit_=n,
-        captured_trace_=captured,
-        rank_=to_u.shape[0],
-        base_square_loss_=base_sq,
-        seconds_=time.perf_counter() - t0,
-    )
+    bar.close(f"{len(rounds)} rounds, " + (f"audit value {found[0]:.4g} -> {found[-1]:.4g}, " if found else '')
+              + {"target": "target reached", "max_rounds": "max_rounds reached",
+                 "early_stopping": "held-out square loss stopped falling"}[stop]
+              + (f"; keeping {best} rounds" if params['early_stopping'] else ''))
+    return self.set_fitted_state(params, basis, rounds, history, best_round_=best, stop_reason_=stop, R2_=R2,
+                                 round_bound_=bound, n_fit_=n, captured_trace_=start['captured'], rank_=to_u.shape[0],
+                                 base_square_loss_=start['base_sq'], seconds_=time.perf_counter() - t0)
 
 # %% ../nbs/08_dimfreedecal.ipynb #934fa49c
 @patch
