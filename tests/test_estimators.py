@@ -8,11 +8,12 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.utils.estimator_checks import check_estimator
 import sklearn.exceptions
 import deccal
-from deccal.estimators import (DecisionCalibratedClassifier, DecisionCalibratedRegressor, project_simplex, median_heuristic,
+from deccal.estimators import (DecisionCalibratedClassifier, DecisionCalibratedRegressor, project_simplex,
                                _EXPECTED_FAILED_CHECKS)
 
 
-@pytest.mark.parametrize('est', [DecisionCalibratedClassifier(cv=3), DecisionCalibratedRegressor(cv=3)], ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize('est', [DecisionCalibratedClassifier(cv=3), DecisionCalibratedRegressor(cv=3)],
+                         ids=lambda e: type(e).__name__)
 def test_sklearn_estimator_checks(est):
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
@@ -58,7 +59,8 @@ def test_predict_loss_action_explicit(digits):
     cal = DecisionCalibratedClassifier(FrozenEstimator(clf)).fit(X[ca], t[ca])
     R = np.random.default_rng(2).uniform(0, 1, (3, 10))
     # independent: the calibrator's own transform, read as explicit vectors, times the cost matrix
-    V = deccal.explicit_predictions(cal.calibrator_.transform(deccal.Embedding.from_probs(clf.predict_proba(X[te]), atol=1e-4)), deccal.Linear())
+    emb = deccal.Embedding.from_probs(clf.predict_proba(X[te]), atol=1e-4)
+    V = deccal.explicit_predictions(cal.calibrator_.transform(emb), deccal.Linear())
     np.testing.assert_allclose(cal.predict_loss(X[te], R), V @ R.T, rtol=1e-12)
     np.testing.assert_allclose(cal.predict_loss(X[te], deccal.linear_loss(R)), V @ R.T, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(cal.predict_action(X[te], R), (V @ R.T).argmin(1))
@@ -70,9 +72,11 @@ def test_defaults_rules(digits):
     R = np.random.default_rng(3).uniform(0, 1, (2, 3, 10))
     c = DecisionCalibratedClassifier(FrozenEstimator(clf), costs=R).fit(X[ca], t[ca])
     r1 = np.linalg.norm(R, axis=2).max()
-    assert (c.n_actions_, c.R1_, c.beta_, c.eps_) == (3, pytest.approx(r1), pytest.approx(20 * np.sqrt(10) / r1), pytest.approx(0.01 * r1))
+    assert (c.n_actions_, c.R1_, c.beta_, c.eps_) == (3, pytest.approx(r1), pytest.approx(20 * np.sqrt(10) / r1),
+                                                      pytest.approx(0.01 * r1))
     c = DecisionCalibratedClassifier(FrozenEstimator(clf)).fit(X[ca], t[ca])
-    assert (c.n_actions_, c.R1_, c.beta_, c.eps_) == (10, pytest.approx(np.sqrt(10)), 20.0, pytest.approx(0.01 * np.sqrt(10)))
+    assert (c.n_actions_, c.R1_, c.beta_, c.eps_) == (10, pytest.approx(np.sqrt(10)), 20.0,
+                                                      pytest.approx(0.01 * np.sqrt(10)))
 
 
 def test_string_labels_and_pickle(digits):
@@ -87,10 +91,16 @@ def test_string_labels_and_pickle(digits):
 def test_bad_input(digits):
     X, t, clf, ca, te = digits
     D = lambda **kw: DecisionCalibratedClassifier(FrozenEstimator(clf), **kw)
-    for kw, arg in ((dict(costs=np.ones((3, 9))), 'costs'), (dict(costs=np.ones((3, 10)), n_actions=2), 'n_actions'),
-                    (dict(method='x'), 'method'), (dict(eps=0), 'eps'), (dict(validation_fraction=2), 'validation_fraction')):
+    for kw, arg in ((dict(costs=np.ones((3, 9))), 'costs'), (dict(costs=np.ones((3, 10)), n_actions=2), 'n_actions')):
         with pytest.raises(deccal.DeccalError) as e: D(**kw).fit(X[ca], t[ca])
         assert e.value.arg == arg
+    # outside the declared constraints: scikit-learn's InvalidParameterError, a ValueError and a TypeError naming it
+    for kw, arg in ((dict(method='x'), 'method'), (dict(eps=0), 'eps'), (dict(beta=np.inf), 'beta'),
+                    (dict(validation_fraction=2), 'validation_fraction'), (dict(n_actions=0), 'n_actions'),
+                    (dict(random_state=-1), 'random_state')):
+        with pytest.raises(ValueError, match=f"The '{arg}' parameter of DecisionCalibratedClassifier must be") as e:
+            D(**kw).fit(X[ca], t[ca])
+        assert isinstance(e.value, TypeError)
     for E in (DecisionCalibratedClassifier, DecisionCalibratedRegressor):
         with pytest.raises(deccal.NotFittedError): E().predict(X[:2])
         with pytest.raises(sklearn.exceptions.NotFittedError): E().predict(X[:2])
@@ -120,16 +130,24 @@ def test_import_message_without_sklearn(monkeypatch):
 def test_regressor_defaults_from_losses():
     rng = np.random.default_rng(1)
     X = rng.normal(0, 1, (300, 2)); y = np.clip(0.4 + 0.2 * X[:, 0] + 0.1 * rng.normal(size=300), 0, 1)
-    known = [deccal.piecewise_linear_loss(rng.uniform(-1, 0, 3), rng.uniform(0, 1, 3), rng.uniform(.1, .9, 3)) for _ in range(4)]
+    known = [deccal.piecewise_linear_loss(rng.uniform(-1, 0, 3), rng.uniform(0, 1, 3), rng.uniform(.1, .9, 3))
+             for _ in range(4)]
     r = DecisionCalibratedRegressor(LinearRegression(), losses=known, cv=3).fit(X, y)
-    r1 = max(np.sqrt(np.diag(l.inner())).max() for l in known)    # ||r(a)|| from the Gram matrix of the losses, not Loss.norms
+    r1 = max(np.sqrt(np.diag(l.inner())).max() for l in known)    # ||r(a)|| from the Gram matrix, not Loss.norms
     assert r.kernel_ == deccal.MinKernel() and r.n_actions_ == 3
     assert r.R1_ == pytest.approx(r1, rel=1e-10) and r.R2_ == pytest.approx(np.sqrt(y.max()), rel=1e-12)
-    assert r.beta_ == pytest.approx(10 / (r1 * np.sqrt(y.max()))) and r.eps_ == pytest.approx(0.01 * r1 * np.sqrt(y.max()))
+    assert r.beta_ == pytest.approx(10 / (r1 * np.sqrt(y.max())))
+    assert r.eps_ == pytest.approx(0.01 * r1 * np.sqrt(y.max()))
     for kw, arg in ((dict(losses=known, n_actions=2), 'n_actions'), (dict(losses=known, kernel='rbf'), 'kernel'),
-                    (dict(losses=[known[0], deccal.linear_loss(np.ones((3, 1)))]), 'losses'), (dict(losses=[]), 'losses')):
-        with pytest.raises((deccal.DeccalError, deccal.DeccalTypeError)) as e: DecisionCalibratedRegressor(**kw).fit(X, y)
+                    (dict(losses=[known[0], deccal.linear_loss(np.ones((3, 1)))]), 'losses'),
+                    (dict(losses=[]), 'losses')):
+        with pytest.raises((deccal.DeccalError, deccal.DeccalTypeError)) as e:
+            DecisionCalibratedRegressor(**kw).fit(X, y)
         assert e.value.arg == arg
+    for kw, arg in ((dict(losses='newsvendor'), 'losses'), (dict(kernel='gauss'), 'kernel'),
+                    (dict(n_samples=-1), 'n_samples'), (dict(estimator=deccal.Linear()), 'estimator')):
+        with pytest.raises(ValueError, match=f"The '{arg}' parameter of DecisionCalibratedRegressor must be"):
+            DecisionCalibratedRegressor(**kw).fit(X, y)
 
 
 def test_dataframe_and_categorical_labels(digits):
@@ -137,7 +155,8 @@ def test_dataframe_and_categorical_labels(digits):
     X, t, clf, ca, te = digits
     df = pd.DataFrame(X, columns=[f'p{i}' for i in range(64)])
     y = pd.Series(pd.Categorical(np.array(list('abcdefghij'))[t]))
-    c = DecisionCalibratedClassifier(FrozenEstimator(LogisticRegression(max_iter=3000).fit(df.iloc[:500], y.iloc[:500]))).fit(df.iloc[ca], y.iloc[ca])
+    base = FrozenEstimator(LogisticRegression(max_iter=3000).fit(df.iloc[:500], y.iloc[:500]))
+    c = DecisionCalibratedClassifier(base).fit(df.iloc[ca], y.iloc[ca])
     assert list(c.classes_) == list('abcdefghij') and list(c.feature_names_in_) == list(df.columns)
     assert c.predict_proba(df.iloc[te]).shape == (len(te), 10) and set(c.predict(df.iloc[te])) <= set('abcdefghij')
     with pytest.raises(ValueError, match='feature names'): c.predict(df.iloc[te, ::-1])
@@ -148,9 +167,10 @@ def test_sample_weight_reaches_the_calibrator(digits):
     w = np.random.default_rng(5).uniform(0, 2, len(ca))
     c = DecisionCalibratedClassifier(FrozenEstimator(clf)).fit(X[ca], t[ca], sample_weight=w)
     emb = lambda Z: deccal.Embedding.from_probs(clf.predict_proba(Z), atol=1e-4)
-    hand = deccal.DimFreeDeCal(deccal.Linear(), step='line-search', n_actions=c.n_actions_, beta=c.beta_, R1=c.R1_, eps=c.eps_,
-                               max_rounds=50, seed=0).fit(emb(X[ca]), np.eye(10)[t[ca]], sample_weight=w)
-    np.testing.assert_array_equal(c.calibrated_vectors(X[te]), deccal.explicit_predictions(hand.transform(emb(X[te])), deccal.Linear()))
+    hand = deccal.DimFreeDeCal(deccal.Linear(), step='line-search', n_actions=c.n_actions_, beta=c.beta_, R1=c.R1_,
+                               eps=c.eps_, max_rounds=50, seed=0).fit(emb(X[ca]), np.eye(10)[t[ca]], sample_weight=w)
+    np.testing.assert_array_equal(c.calibrated_vectors(X[te]),
+                                  deccal.explicit_predictions(hand.transform(emb(X[te])), deccal.Linear()))
 
 
 def test_joblib_round_trip(digits, tmp_path):
