@@ -2,7 +2,7 @@
 
 Prints figures; it is not a test.  Usage:
 
-    python bench/thm61_fresh.py            # every row, 30 seeds each (about 5 minutes on one busy core)
+    python bench/thm61_fresh.py            # every row, 30 seeds each (a few minutes on one busy core)
     python bench/thm61_fresh.py --write    # ... and writes bench/thm61_fresh_results.md
     python bench/thm61_fresh.py --nt 10,25 --seeds 5     # a part
 

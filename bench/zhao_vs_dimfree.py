@@ -2,7 +2,7 @@
 
 Prints figures; it is not a test.  Usage:
 
-    python bench/zhao_vs_dimfree.py            # the whole grid, 3 seeds (about 3 minutes on one busy core)
+    python bench/zhao_vs_dimfree.py            # the whole grid, 3 seeds (a few minutes on one busy core)
     python bench/zhao_vs_dimfree.py --write    # ... and writes bench/zhao_vs_dimfree_results.md
 
 The problem (the one of nbs/09b_on_new_data.ipynb's side-by-side section): x ~ U[-1, 1]^2, point forecasts 0.6 x,
