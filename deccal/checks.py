@@ -150,7 +150,7 @@ def check_sample_weight(sample_weight,     # (n,) weights, or None for equal wei
     w = check_array(sample_weight, name, ndim=1)
     check_rows(n, w, name, other)
     if (w < 0).any(): raise DeccalError(name, f"has negative entries (the smallest is {w.min():g}); weights must be >= 0")
-    if not w.sum() > 0: raise DeccalError(name, "all weights are 0")
+    if not w.sum() > 0: raise DeccalError(name, "all weights are 0: at least one must be non-zero")
     return w
 
 # %% ../nbs/00_checks.ipynb #1e248a82
