@@ -1,7 +1,6 @@
 """The `deccal` command: one vocabulary of errors, file modes, signals, a closed stderr, output paths checked
 before the work, the kernel registry, and the library's current API (verbose=)."""
-import contextlib, io, json, os, shlex, signal, subprocess, sys
-from pathlib import Path
+import contextlib, io, os, shlex, signal, subprocess, sys
 import numpy as np
 import pytest
 from deccal import cli, kernels

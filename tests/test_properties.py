@@ -10,12 +10,10 @@ Writing entry points must leave either the whole file or nothing, and no tempora
 The examples are derandomized (the same on every run) and few per entry point: the whole file runs in
 well under a minute.
 """
-import io, os, warnings
+import io, warnings
 from contextlib import redirect_stdout, redirect_stderr
-from pathlib import Path
 
 import numpy as np
-import pytest
 from hypothesis import given, settings, assume, event, HealthCheck, strategies as st
 from hypothesis.extra import numpy as hnp
 
