@@ -9,7 +9,8 @@ __all__ = []
 __version__ = "0.1.0"
 
 from .checks import DeccalError, DeccalTypeError, NotFittedError
-from .kernels import Kernel, Linear, Polynomial, RBF, Laplacian, MinKernel, ExpInner, FeatureMap, KERNELS, make_kernel, kernel_spec
+from .kernels import (Kernel, Linear, Polynomial, RBF, Laplacian, MinKernel, ExpInner, FeatureMap, KERNELS,
+                            make_kernel, kernel_spec)
 from .losses import Loss, linear_loss, piecewise_linear_loss, cobb_douglas_loss, fit_loss, piecewise_linear
 from .embedding import Embedding
 from .decisions import (quantal_response, best_response, decision_rule, gap_function,
@@ -25,5 +26,6 @@ from .lower_bound import (binary_decce, HalfspaceDecCE, halfspace_splits, halfsp
                                 tester_advantage_exact, repeats_distribution, collision_probability, simulate_tester)
 
 import sys as _sys
-__all__ = sorted({name for m in ('checks', 'kernels', 'losses', 'embedding', 'decisions', 'audit', 'dimfree', 'zhao', 'persist', 'plots', 'lower_bound')
+__all__ = sorted({name for m in ('checks', 'kernels', 'losses', 'embedding', 'decisions', 'audit', 'dimfree', 'zhao',
+                                  'persist', 'plots', 'lower_bound')
                   for name in _sys.modules[f'deccal.{m}'].__all__} & set(globals()))

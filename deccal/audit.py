@@ -422,7 +422,7 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
             landmark_rows=landmark_rows, search_max=search_max, trace_tol=trace_tol, max_rank=max_rank, delta=delta,
             R2=R2, weights=weights, inits=inits, verbose=verbose), t0)
     Y = _check_outcomes(Y, pred, kernel)
-    pred._check_kernel(kernel)
+    pred.check_kernel(kernel)
     n = pred.n
     w = _check_weights(weights, n)
     if holdout is not None: holdout = check_holdout(holdout, kernel, pred.dim)   # bad held-out data fails first
@@ -706,6 +706,10 @@ def audit_best_response(
         raise DeccalError('betas', "expected at least one temperature")
     Y = _check_outcomes(Y, pred, kernel)
     Pm = explicit_predictions(pred, kernel)
+    need = 8.0 * A * (Pm.shape[1] + pred.n) * 4        # bytes of the search's (A, m) and (n, A) arrays, a few of each
+    if need > checks.MEMORY_BUDGET:
+        raise DeccalError('n_actions', f"{A} actions on {pred.n} points in {Pm.shape[1]} dimensions need about "
+                          f"{need / 2**20:.0f} MiB, above MEMORY_BUDGET ({checks.MEMORY_BUDGET / 2**20:.0f} MiB)")
     E = kernel.features(Y) - Pm
     n = pred.n
     w = _check_weights(weights, n)

@@ -182,7 +182,7 @@ def fit(self:DimFreeDeCal,
     kern = params['kernel']
     Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
     if Y.shape[1] != pred.dim: raise DeccalError('Y', f"outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
-    pred._check_kernel(kern)
+    pred.check_kernel(kern)
     n = pred.n
     if holdout is not None: holdout = check_holdout(holdout, kern, pred.dim)
     weights = None if sample_weight is None else check_sample_weight(sample_weight, n, 'pred')   # None: equal
@@ -404,7 +404,7 @@ def check_fitted(self:DimFreeDeCal,
     if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
     if pred.dim != self.basis_.P.dim:
         raise DeccalError('pred', f"predictions on R^{pred.dim}, the calibrator was fitted on R^{self.basis_.P.dim}")
-    pred._check_kernel(self.params_['kernel'])
+    pred.check_kernel(self.params_['kernel'])
 
 # %% ../nbs/08_dimfreedecal.ipynb #beb4ca0e
 @patch

@@ -258,7 +258,7 @@ class Kernel:
 
     def __init__(self, p0:float=0.0, p1:float=0.0): self._p = (float(p0), float(p1))
 
-    def get_params(self, deep:bool=True) -> dict:  # deep: ignored (scikit-learn's signature; a kernel holds no estimators)
+    def get_params(self, deep:bool=True) -> dict:  # deep: ignored (a kernel holds no estimators)
         "The parameters that rebuild this kernel: `type(k)(**k.get_params()) == k`."
         return {}
 
@@ -276,9 +276,9 @@ class Kernel:
             ld = self._log_diag(Y)
             i = int(np.argmax(ld))
             if ld[i] > math.log(self.max_diag):
-                raise DeccalError(name, f"K(y, y) = {self._diag_formula} is about 1e{ld[i] / math.log(10):.0f} at row {i}, "
-                                        f"above {self.max_diag:g}, beyond which sums of kernel values can overflow; "
-                                        "rescale the data (e.g. divide it by its largest norm)")
+                raise DeccalError(name, f"K(y, y) = {self._diag_formula} is about 1e{ld[i] / math.log(10):.0f} "
+                                        f"at row {i}, above {self.max_diag:g}, beyond which sums of kernel values "
+                                        "can overflow; rescale the data (e.g. divide it by its largest norm)")
         return Y
 
     def _pair(self, A, B, nameA, nameB):
@@ -354,11 +354,12 @@ class Polynomial(Kernel):
         degree = check_int(degree, 'degree', 1)
         c = check_number(c, 'c', 0.0, lo_closed=True)
         if c > 0 and degree * math.log(c) > math.log(self.max_diag):
-            raise DeccalError('c', f"c^degree = K(0, 0) is above {self.max_diag:g} (c = {c:g}, degree = {degree}); use a smaller offset")
+            raise DeccalError('c', f"c^degree = K(0, 0) is above {self.max_diag:g} (c = {c:g}, degree = {degree}); "
+                                   "use a smaller offset")
         super().__init__(degree, c)
         self.degree, self.c = degree, c
 
-    def get_params(self, deep:bool=True) -> dict:  # deep: ignored (scikit-learn's signature; a kernel holds no estimators)
+    def get_params(self, deep:bool=True) -> dict:  # deep: ignored (a kernel holds no estimators)
         "{'degree': p, 'c': c}: `Polynomial(**k.get_params()) == k`."
         return {'degree': self.degree, 'c': self.c}
     def _log_diag(self, Y):
@@ -384,7 +385,7 @@ class RBF(Kernel):
     name = 'rbf'
     def __init__(self, gamma:float=1.0): # the inverse squared length scale, > 0
         self.gamma = check_positive(gamma, 'gamma'); super().__init__(self.gamma)
-    def get_params(self, deep:bool=True) -> dict:  # deep: ignored (scikit-learn's signature; a kernel holds no estimators)
+    def get_params(self, deep:bool=True) -> dict:  # deep: ignored (a kernel holds no estimators)
         "{'gamma': gamma}: `RBF(**k.get_params()) == k`."
         return {'gamma': self.gamma}
     def __repr__(self): return f"RBF(gamma={self.gamma:g})"
@@ -395,7 +396,7 @@ class Laplacian(Kernel):
     name = 'laplacian'
     def __init__(self, gamma:float=1.0): # the inverse length scale, > 0
         self.gamma = check_positive(gamma, 'gamma'); super().__init__(self.gamma)
-    def get_params(self, deep:bool=True) -> dict:  # deep: ignored (scikit-learn's signature; a kernel holds no estimators)
+    def get_params(self, deep:bool=True) -> dict:  # deep: ignored (a kernel holds no estimators)
         "{'gamma': gamma}: `Laplacian(**k.get_params()) == k`."
         return {'gamma': self.gamma}
     def __repr__(self): return f"Laplacian(gamma={self.gamma:g})"
@@ -430,11 +431,12 @@ class FeatureMap(Kernel):
                  phi,          # function: (n, d) array -> (n, m) array of features
                  name:str=None,# a label for repr and equality (defaults to phi's name)
                 ):
-        if not callable(phi): raise DeccalTypeError('phi', f"must be a function from (n, d) to (n, m) arrays, got {phi!r}")
+        if not callable(phi):
+            raise DeccalTypeError('phi', f"must be a function from (n, d) to (n, m) arrays, got {phi!r}")
         self.phi, self.name = phi, name or getattr(phi, '__name__', 'phi')
         self._p = (0.0, 0.0)
 
-    def get_params(self, deep:bool=True) -> dict:  # deep: ignored (scikit-learn's signature; a kernel holds no estimators)
+    def get_params(self, deep:bool=True) -> dict:  # deep: ignored (a kernel holds no estimators)
         "{'phi': phi, 'name': name}: the function itself, so not a description that can be saved."
         return {'phi': self.phi, 'name': self.name}
 
@@ -481,9 +483,11 @@ def make_kernel(name:str,          # a key of `KERNELS`
                 /,
                 **kwargs,          # ... as keyword arguments: gamma=..., degree=..., c=...
                ) -> Kernel:
-    "The registered kernel `name` with the given parameters: `make_kernel('rbf', gamma=0.5)`, `make_kernel(*kernel_spec(k))`."
-    if not isinstance(name, str): raise DeccalTypeError('kernel', f"expected a kernel name ({', '.join(KERNELS)}), got {name!r}")
-    if name not in KERNELS: raise DeccalError('kernel', f"unknown kernel {name!r}; the kernels are {', '.join(KERNELS)}")
+    "The kernel `name` with these parameters: `make_kernel('rbf', gamma=0.5)`, `make_kernel(*kernel_spec(k))`."
+    if not isinstance(name, str):
+        raise DeccalTypeError('kernel', f"expected a kernel name ({', '.join(KERNELS)}), got {name!r}")
+    if name not in KERNELS:
+        raise DeccalError('kernel', f"unknown kernel {name!r}; the kernels are {', '.join(KERNELS)}")
     if params is not None and not isinstance(params, dict):
         raise DeccalTypeError('kernel', f"the parameters of {name!r} must be a dict, got {params!r}")
     p = {**(params or {}), **kwargs}

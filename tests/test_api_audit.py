@@ -29,7 +29,8 @@ def _points(n=30, d=2, seed=0):
 def _samples(n, B, d=2, seed=1):
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n, d))
-    return Embedding.from_samples(0.8 * x[:, None, :] + 0.3 * rng.normal(size=(n, B, d))), x + 0.3 * rng.normal(size=(n, d))
+    S = 0.8 * x[:, None, :] + 0.3 * rng.normal(size=(n, B, d))
+    return Embedding.from_samples(S), x + 0.3 * rng.normal(size=(n, d))
 
 def _raises(f, arg, type_error=False):
     "f() raises a ValueError whose message starts with `arg:`; then (separately) that it names it in `.arg`."
@@ -65,13 +66,15 @@ HOLD = _points(10, seed=3)
 AUDIT_BAD = [   # (keyword arguments, the argument named) -- before: errors deep inside numpy, or silently accepted
     (dict(n_actions=None), 'n_actions'), (dict(n_actions=np.nan), 'n_actions'), (dict(n_actions=np.inf), 'n_actions'),
     (dict(n_actions=0), 'n_actions'), (dict(n_actions='2'), 'n_actions'),
-    (dict(n_starts=0), 'n_starts'), (dict(n_starts=1.5), 'n_starts'), (dict(n_starts=-1, inits=[np.zeros((2, 2))]), 'n_starts'),
+    (dict(n_starts=0), 'n_starts'), (dict(n_starts=1.5), 'n_starts'),
+    (dict(n_starts=-1, inits=[np.zeros((2, 2))]), 'n_starts'),
     (dict(max_iter=0), 'max_iter'), (dict(max_rank=0), 'max_rank'), (dict(exact_max=-1), 'exact_max'),
     (dict(trace_tol=0), 'trace_tol'), (dict(trace_tol=1.0), 'trace_tol'), (dict(trace_tol=np.nan), 'trace_tol'),
     (dict(seed=-1), 'seed'), (dict(seed=0.5), 'seed'),
     (dict(delta=0), 'delta'), (dict(delta=1.0), 'delta'), (dict(delta=np.nan), 'delta'),
     (dict(R2=0), 'R2'), (dict(R2=-1.0), 'R2'), (dict(R2=np.inf), 'R2'),
-    (dict(weights=np.ones(5)), 'weights'), (dict(weights=np.full(30, np.nan)), 'weights'), (dict(weights=np.ones((30, 1))), 'weights'),
+    (dict(weights=np.ones(5)), 'weights'), (dict(weights=np.full(30, np.nan)), 'weights'),
+    (dict(weights=np.ones((30, 1))), 'weights'),
     (dict(holdout=5), 'holdout'), (dict(holdout=(HOLD[1], HOLD[1])), 'holdout'),
     (dict(beta='10'), 'beta'), (dict(R1=np.nan), 'R1'), (dict(verbose='yes'), 'verbose'),
 ]
@@ -96,14 +99,19 @@ def test_n_starts_zero_with_inits():
     assert len(r.info['start_values']) == 1
     _raises(lambda: audit(PRED, Y, kernel=Linear(), n_starts=0, inits=[np.zeros((2, r0.info['rank_P'] + 5))]), 'inits')
 
-@pytest.mark.parametrize('kw,arg', [(dict(search_fraction=0), 'search_fraction'), (dict(search_fraction=1.0), 'search_fraction'),
-                                    (dict(search_fraction=np.nan), 'search_fraction'), (dict(search_fraction='0.5'), 'search_fraction'),
-                                    (dict(seed=-2), 'seed'), (dict(delta=2.0), 'delta'), (dict(n_actions=0), 'n_actions')])
+@pytest.mark.parametrize('kw,arg', [(dict(search_fraction=0), 'search_fraction'),
+                                    (dict(search_fraction=1.0), 'search_fraction'),
+                                    (dict(search_fraction=np.nan), 'search_fraction'),
+                                    (dict(search_fraction='0.5'), 'search_fraction'),
+                                    (dict(seed=-2), 'seed'), (dict(delta=2.0), 'delta'),
+                                    (dict(n_actions=0), 'n_actions')])
 def test_certify_checks(kw, arg):
     _raises(lambda: certify(PRED, Y, kernel=Linear(), **kw), arg)
 
-@pytest.mark.parametrize('kw,arg', [(dict(n_starts=0), 'n_starts'), (dict(max_iter=0), 'max_iter'), (dict(seed=-1), 'seed'),
-                                    (dict(betas=()), 'betas'), (dict(betas=(1, -3)), 'betas'), (dict(n_actions=np.nan), 'n_actions')])
+@pytest.mark.parametrize('kw,arg', [(dict(n_starts=0), 'n_starts'), (dict(max_iter=0), 'max_iter'),
+                                    (dict(seed=-1), 'seed'),
+                                    (dict(betas=()), 'betas'), (dict(betas=(1, -3)), 'betas'),
+                                    (dict(n_actions=np.nan), 'n_actions')])
 def test_audit_best_response_checks(kw, arg):
     _raises(lambda: audit_best_response(PRED, Y, kernel=Linear(), **kw), arg)
 
@@ -178,7 +186,7 @@ def test_blocked_audit_stays_within_budget(monkeypatch):
         r = audit(pred, Y, kernel=RBF(0.5), exact_max=0, max_rank=10, n_starts=1)
         peak = tracemalloc.get_traced_memory()[1]
     finally: tracemalloc.stop()
-    outputs = 10 * pred.n * (10 + 10) * 8          # the range finder's thin (n, max_rank + 10) matrices, a few at a time
+    outputs = 10 * pred.n * (10 + 10) * 8          # the range finder's thin (n, max_rank + 10) matrices, a few at once
     assert peak <= 2 * budget + outputs, (peak / budget, outputs / budget)
     assert np.isfinite(r.value) and r.value > 0
 
@@ -198,7 +206,8 @@ def test_blocked_and_dense_paths_agree(monkeypatch):
     assert (small[4]['rank_P'], small[4]['rank_R']) == (big[4]['rank_P'], big[4]['rank_R'])
 
 def test_dense_matrices_computed_once(monkeypatch):
-    # before: the randomized factorization recomputed kernel blocks of P in each of its 3 passes, then 2 more for the witness
+    # before: the randomized factorization recomputed kernel blocks of P in each of its 3 passes, then 2 more for the
+    # witness
     pred, Y = _samples(200, 4, seed=4)
     counted = {'entries': 0}
     inner = Embedding.inner
@@ -208,7 +217,8 @@ def test_dense_matrices_computed_once(monkeypatch):
         return inner(self, kernel, other)
     monkeypatch.setattr(Embedding, 'inner', counting)
     audit(pred, Y, kernel=RBF(0.5), exact_max=0, n_starts=1)
-    assert counted['entries'] <= pred.n ** 2, counted['entries'] / pred.n ** 2   # at most one pass over P (half of it, by symmetry)
+    # at most one pass over P (half of it, by symmetry)
+    assert counted['entries'] <= pred.n ** 2, counted['entries'] / pred.n ** 2
 
 def test_progress_while_factoring(monkeypatch):
     # before: a single line ("factoring the Gram matrices ...") until the search started

@@ -32,10 +32,12 @@ PRED, Y = make(30)
 
 
 # ----------------------------------------------------------------------------- parameters checked by fit
-BAD = [('n_actions', None), ('n_actions', float('nan')), ('n_actions', float('inf')), ('n_actions', 0), ('n_actions', '2'),
+BAD = [('n_actions', None), ('n_actions', float('nan')), ('n_actions', float('inf')), ('n_actions', 0),
+       ('n_actions', '2'),
        ('n_actions', 2.5), ('beta', 0.0), ('beta', 'x'), ('R1', -1.0), ('R2', 0.0), ('R2', float('nan')), ('eps', 0.0),
        ('eps', float('inf')), ('step', 'newton'), ('sample', 'bootstrap'), ('max_rounds', -1), ('max_rounds', 1.5),
-       ('max_rounds', True), ('seed', -1), ('seed', 1.5), ('seed', 'a'), ('n_starts', 0), ('max_iter', 0), ('exact_max', -1),
+       ('max_rounds', True), ('seed', -1), ('seed', 1.5), ('seed', 'a'), ('n_starts', 0), ('max_iter', 0),
+       ('exact_max', -1),
        ('trace_tol', 0.0), ('trace_tol', 1.0), ('trace_tol', 2.0), ('max_rank', 0), ('early_stopping', 'yes'),
        ('early_stopping', 1), ('validation_fraction', 0.0), ('validation_fraction', 1.0), ('validation_fraction', None),
        ('n_iter_no_change', 0), ('n_iter_no_change', 2.5)]
@@ -50,7 +52,8 @@ def test_fit_checks_every_parameter(cls, arg, value):
     assert getattr(est, arg) is value                                   # stored as given
     with pytest.raises(ValueError, match=f'^{arg}:') as e: est.fit(PRED, Y)
     assert e.value.arg == arg
-    wrong_type = arg == 'early_stopping' or value is None or (isinstance(value, (str, bool)) and arg not in ('step', 'sample'))
+    wrong_type = (arg == 'early_stopping' or value is None
+                  or (isinstance(value, (str, bool)) and arg not in ('step', 'sample')))
     assert isinstance(e.value, TypeError) == wrong_type
 
 
@@ -146,7 +149,7 @@ def test_R2_below_the_outcomes_is_refused():
 
 @pytest.mark.parametrize('cls', [DimFreeDeCal, ZhaoDeCal])
 def test_base_square_loss_before_the_projection(cls, tmp_path):
-    "Predictions far outside the ball: the projection (R2 = the largest ||y||) lowers the square loss; the base one is recorded."
+    "Predictions far outside the ball: projecting (R2 = largest ||y||) lowers the square loss; the base's is recorded."
     rng = np.random.default_rng(3)
     x = rng.uniform(-1, 1, (40, 2))
     pred, y = Embedding.from_points(3 * x), x + 0.1 * rng.normal(size=(40, 2))
@@ -199,7 +202,8 @@ def test_load_files_of_the_previous_format(name, cls):
     cal = load_calibrator(DATA / f'calibrator_v2_{name}.npz')
     assert type(cal) is cls and cal.max_iter == 20 and cal.base_square_loss_ is None
     out = cal.transform(Embedding.from_points(exp['new_points']))
-    # the same numbers up to rounding: the expected arrays were computed on another machine, whose BLAS may sum in another order
+    # the same numbers up to rounding: the expected arrays were computed on another machine, whose BLAS may sum in
+    # another order
     np.testing.assert_allclose(out.theta, exp[name + '_theta'], rtol=0, atol=1e-13)
     np.testing.assert_allclose(out.gamma, exp[name + '_gamma'], rtol=0, atol=1e-13)
 
@@ -225,7 +229,8 @@ def _edits():
         'NaN in D': (dict(D=a['D'] * np.nan), 'NaN'),
         'other number of actions': (dict(C=a['C'][:, :2], D=a['D'][:, :2], KD=a['KD'][:, :2]), 'actions'),
         'best_round_ inconsistent': (dict(best_round_=np.array(T - 1)), 'best_round_'),
-        'bad parameter': (dict(params=np.array(str(a['params']).replace("'n_starts': 1", "'n_starts': 0"))), 'n_starts'),
+        'bad parameter': (dict(params=np.array(str(a['params']).replace("'n_starts': 1", "'n_starts': 0"))),
+                          'n_starts'),
     }
 
 
@@ -238,7 +243,7 @@ def test_load_refuses_inconsistent_files(case, tmp_path):
     fn = tmp_path / 'bad.npz'
     np.savez(fn, **{**_v2_arrays(), **edit})
     with pytest.raises(ValueError, match='^path:') as e: load_calibrator(fn)
-    reason = str(e.value).split(repr(str(fn)))[-1]                       # what is wrong (the folder's name says the test's)
+    reason = str(e.value).split(repr(str(fn)))[-1]        # what is wrong (the folder's name says the test's)
     assert e.value.arg == 'path' and words in reason, str(e.value)
 
 
@@ -256,7 +261,8 @@ def test_fit_sample_weight_scale_invariant_and_checked():
         kw = dict(n_actions=3, beta=10., R1=1., eps=0.02, max_rounds=3)
         a = cls(deccal.RBF(2.), **kw).fit(pred, Y)
         b = cls(deccal.RBF(2.), **kw).fit(pred, Y, sample_weight=np.full(150, 7.0))
-        np.testing.assert_allclose([h['square_loss'] for h in b.history_], [h['square_loss'] for h in a.history_], rtol=1e-9)
+        np.testing.assert_allclose([h['square_loss'] for h in b.history_], [h['square_loss'] for h in a.history_],
+                                   rtol=1e-9)
         w = rng.uniform(0, 1, 150)
         c = cls(deccal.RBF(2.), **kw).fit(pred, Y, sample_weight=w)
         assert not np.isclose(c.history_[0]['square_loss'], a.history_[0]['square_loss'])

@@ -47,7 +47,8 @@ def test_registry_round_trip():
 
 def test_registry_errors():
     from deccal.kernels import make_kernel, kernel_spec
-    for call in (lambda: make_kernel('gauss'), lambda: make_kernel('rbf', sigma=1.0), lambda: make_kernel('min', gamma=1.0),
+    for call in (lambda: make_kernel('gauss'), lambda: make_kernel('rbf', sigma=1.0),
+                 lambda: make_kernel('min', gamma=1.0),
                  lambda: make_kernel(None), lambda: kernel_spec(deccal.FeatureMap(np.sin)), lambda: kernel_spec('rbf')):
         with pytest.raises(deccal.DeccalError) as e: call()
         assert e.value.arg == 'kernel'
@@ -208,7 +209,8 @@ def test_blocked_results_unchanged(monkeypatch, B1, M1, B2, M2):
     for budget in (8 * B1 * 40, 8, 1):                # a few rows per block; single kernel values per tile
         set_budget(monkeypatch, budget)
         got = run()
-        for key in ref: np.testing.assert_allclose(got[key], ref[key], rtol=1e-12, atol=1e-13, err_msg=f"{key} {budget}")
+        for key in ref:
+            np.testing.assert_allclose(got[key], ref[key], rtol=1e-12, atol=1e-13, err_msg=f"{key} {budget}")
     np.testing.assert_allclose(ref['self'], ref['self'].T, rtol=1e-12, atol=1e-13)
     np.testing.assert_allclose(np.diag(ref['self']), ref['sq_norms'], rtol=1e-12, atol=1e-13)
 

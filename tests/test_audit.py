@@ -96,7 +96,8 @@ def brute_force_two_actions(Pm, E, beta, R1, n_radii=10, n_angles=40, chunk=8000
     refined = grid_best
     for j in np.argsort(vals)[-5:]:
         u0, u1 = disk[I[j]], disk[J[j]]
-        z0 = np.array([np.linalg.norm(u0) / R1, math.atan2(u0[1], u0[0]), np.linalg.norm(u1) / R1, math.atan2(u1[1], u1[0])])
+        z0 = np.array([np.linalg.norm(u0) / R1, math.atan2(u0[1], u0[0]),
+                       np.linalg.norm(u1) / R1, math.atan2(u1[1], u1[0])])
         f = lambda z: -_two_action_values(Pm, E, *(u[None] for u in unpack(z)), beta, R1)[0]
         opt = scipy.optimize.minimize(f, z0, method='Nelder-Mead',
                                       options=dict(xatol=1e-10, fatol=1e-14, maxiter=4000, maxfev=8000))
@@ -299,7 +300,7 @@ def _shifted(rng, n, delta, sigma=SIGMA, d=2):
     return Embedding.from_points(mu), Y
 
 def _true_witness_value(res, delta, mu_sampler, rng):
-    "Population decision calibration error of the returned pair: sum_a <r_l(a), delta e_1> E[k_a(x)] (Monte Carlo over x)."
+    "Population decision calibration error of the returned pair: sum_a <r_l(a), delta e_1> E[k_a(x)] (Monte Carlo)."
     U = res.rule_loss.coef @ res.rule_loss.atoms                  # Linear kernel: explicit rows are coef @ atoms
     L = res.loss.coef @ res.loss.atoms
     Ek = softmin(mu_sampler(rng, 200_000) @ U.T, res.beta).mean(0)
@@ -333,7 +334,7 @@ def test_planted_bias_detected_normal_ci(delta):
     assert T <= delta * (1 + 1e-9)
 
 def _bounded_shifted(rng, n, delta, r_mu=0.25, s=0.1, d=2):
-    "Bounded version: mu uniform in the disk of radius r_mu, noise uniform in [-s, s]^2, so ||y|| <= r_mu + s sqrt(2) + delta."
+    "Bounded: mu uniform in the disk of radius r_mu, noise uniform in [-s, s]^2, so ||y|| <= r_mu + s sqrt(2) + delta."
     mu = rng.normal(size=(n, d))
     mu *= r_mu * np.sqrt(rng.uniform(0, 1, (n, 1))) / np.linalg.norm(mu, axis=1, keepdims=True)
     Y = mu + s * rng.uniform(-1, 1, (n, d))
@@ -361,7 +362,8 @@ def test_planted_bias_detected_hoeffding(delta):
     small = audit(*_bounded_shifted(rng, n_small, delta), kernel=Linear(), n_actions=2, beta=10.0, R1=1.0, seed=0,
                   holdout=_bounded_shifted(rng, n_small, delta), R2=R2)
     report(f'bias Hoeffding delta={delta}', (
-        f"n = m = {n}: held out {res.holdout_value:.4f}, Hoeffding CI [{res.holdout_ci[0]:.4f}, {res.holdout_ci[1]:.4f}] "
+        f"n = m = {n}: held out {res.holdout_value:.4f}, "
+        f"Hoeffding CI [{res.holdout_ci[0]:.4f}, {res.holdout_ci[1]:.4f}] "
         f"(R2 = {R2:.3f}), witness's true error {T:.4f}; at n = m = {n_small}: CI "
         f"[{small.holdout_ci[0]:.3f}, {small.holdout_ci[1]:.3f}]"))
     assert small.holdout_ci[0] <= 0
@@ -431,7 +433,7 @@ _UNVALIDATED = {
     'n_starts=0': (lambda p, Y, h: audit(p, Y, kernel=Linear(), n_starts=0), 'n_starts'),           # AttributeError
     'best response n_actions=0': (                                                                   # names 'F:'
         lambda p, Y, h: audit_best_response(p, Y, kernel=Linear(), n_actions=0), 'n_actions'),
-    'best response Y of another dimension': (                                                        # NumPy broadcast error
+    'best response Y of another dimension': (   # NumPy broadcast error
         lambda p, Y, h: audit_best_response(p, np.zeros((30, 3)), kernel=Linear()), 'Y'),
 }
 

@@ -103,7 +103,8 @@ CASES = [
 
 @pytest.mark.parametrize('name,kernel,kw', CASES, ids=[c[0] for c in CASES])
 def test_exactness_against_explicit_feature_space(name, kernel, kw):
-    beta, R1, R2, eps = 5.0, 1.0, 4.5, 0.02       # R2 above every ||phi(y)|| (4.01 for the polynomial kernel); binds on new points
+    # R2 above every ||phi(y)|| (4.01 for the polynomial kernel); binds on new points
+    beta, R1, R2, eps = 5.0, 1.0, 4.5, 0.02
     pred, Y = make(80, seed=1)
     rng = np.random.default_rng(2)
     new = Embedding.from_points(rng.uniform(-1.5, 1.5, (40, 2)))
@@ -243,7 +244,8 @@ def test_calibrated_predictor_left_unchanged(cls):
 @pytest.mark.parametrize('cls,kw', [(DimFreeDeCal, dict(step='line-search')), (ZhaoDeCal, dict(regularizer=0.5))])
 def test_save_load_round_trip_exact(tmp_path, cls, kw):
     pred, Y = make(60, seed=11)
-    cal = cls(kernel=RBF(0.7), n_actions=3, beta=5.0, eps=0.01, max_rounds=3, n_starts=1, max_iter=30, **kw).fit(pred, Y)
+    cal = cls(kernel=RBF(0.7), n_actions=3, beta=5.0, eps=0.01, max_rounds=3, n_starts=1, max_iter=30,
+              **kw).fit(pred, Y)
     fn = tmp_path / 'cal.npz'
     cal.save(fn)
     back = load_calibrator(fn)
@@ -319,7 +321,7 @@ def test_bad_input_names_argument(cls):
     with pytest.raises(ValueError, match='^sample:'): mk(sample='bootstrap').fit(pred, Y)
     with pytest.raises(ValueError, match='^Y:'): mk().fit(pred, Y[:5])                  # wrong number of rows
     with pytest.raises(ValueError, match='^Y:'): mk().fit(pred, Y[:, :1])               # wrong dimension
-    with pytest.raises(ValueError, match='^Y:'): mk().fit(pred, Y[:, 0])                # 1-d outcomes for 2-d predictions
+    with pytest.raises(ValueError, match='^Y:'): mk().fit(pred, Y[:, 0])        # 1-d outcomes for 2-d predictions
     Yn = Y.copy(); Yn[3, 1] = np.nan
     with pytest.raises(ValueError, match='^Y:.*NaN'): mk().fit(pred, Yn)
     with pytest.raises(ValueError, match='^Y:.*empty'): mk().fit(pred, np.zeros((0, 2)))
@@ -347,7 +349,8 @@ def test_verbose_progress(capsys):
     pred, Y = make(40, seed=18)
     DimFreeDeCal(kernel=RBF(1.0), n_actions=2, eps=0.01, max_rounds=2, n_starts=1, max_iter=20).fit(pred, Y)
     assert capsys.readouterr().err == ''
-    DimFreeDeCal(kernel=RBF(1.0), n_actions=2, eps=0.01, max_rounds=2, n_starts=1, max_iter=20, verbose=True).fit(pred, Y)
+    DimFreeDeCal(kernel=RBF(1.0), n_actions=2, eps=0.01, max_rounds=2, n_starts=1, max_iter=20,
+                 verbose=True).fit(pred, Y)
     lines = capsys.readouterr().err.splitlines()
     # stderr is not a terminal here: a line per audited round, then the summary line
     assert [l.split('round ')[1].split()[0] for l in lines[:-1]] == ['0/2', '1/2']

@@ -1,7 +1,6 @@
 """The `deccal` command: one vocabulary of errors, file modes, signals, a closed stderr, output paths checked
 before the work, the kernel registry, and the library's current API (verbose=)."""
-import contextlib, io, json, os, shlex, signal, subprocess, sys
-from pathlib import Path
+import contextlib, io, os, shlex, signal, subprocess, sys
 import numpy as np
 import pytest
 from deccal import cli, kernels
@@ -56,7 +55,8 @@ def test_a_bug_keeps_its_traceback(files, monkeypatch):
     "Only deccal's input errors become one line and status 2; any other exception (a ValueError included) is a bug."
     def broken(*a, **k): raise ValueError('an internal mistake')
     monkeypatch.setattr(cli, 'audit', broken)
-    with pytest.raises(ValueError, match='an internal mistake'): cli.main([str(a) for a in ('audit', *AUDIT_ARGS(files), '--quiet')])
+    with pytest.raises(ValueError, match='an internal mistake'):
+        cli.main([str(a) for a in ('audit', *AUDIT_ARGS(files), '--quiet')])
 
 
 @pytest.mark.parametrize('call, option', [
@@ -78,17 +78,19 @@ def test_errors_carry_the_option(files, call, option):
 
 def test_transform_errors_carry_the_option(files, tmp_path):
     (tmp_path / 'junk.npz').write_bytes(b'not a zip file')
-    rc, out, err = run('transform', '--calibrator', tmp_path / 'junk.npz', '--pred', files / 'new.csv', '--output', tmp_path / 't.npz')
+    rc, out, err = run('transform', '--calibrator', tmp_path / 'junk.npz', '--pred', files / 'new.csv',
+                       '--output', tmp_path / 't.npz')
     assert rc == 2 and one_line(err).startswith('deccal: error: --calibrator: ')
     np.savetxt(tmp_path / 'new3.csv', np.zeros((4, 3)), delimiter=',')      # the calibrator is on R^2
-    rc, out, err = run('transform', '--calibrator', files / 'cal.npz', '--pred', tmp_path / 'new3.csv', '--output', tmp_path / 't.npz')
+    rc, out, err = run('transform', '--calibrator', files / 'cal.npz', '--pred', tmp_path / 'new3.csv',
+                       '--output', tmp_path / 't.npz')
     assert rc == 2 and one_line(err).startswith('deccal: error: --pred: '), err
     assert not list(tmp_path.glob('t.npz')) and not list(tmp_path.glob('.deccal-*'))
 
 
 def test_library_errors_are_one_line(files):
     rc, out, err = run('audit', *AUDIT_ARGS(files), '--beta', -1, '--quiet')
-    assert rc == 2 and one_line(err).startswith('deccal: error: --beta: must')   # the library's `beta`, named by its option
+    assert rc == 2 and one_line(err).startswith('deccal: error: --beta: must')   # the library's `beta`, by its option
     rc, out, err = run('calibrate', *AUDIT_ARGS(files)[:4], '--eps', 0, '--output', files / 'never.npz', '--quiet')
     assert rc == 2 and one_line(err).startswith('deccal: error: --eps: must'), err
     rc, out, err = run('demo', '--n', 10)
@@ -112,7 +114,8 @@ def test_outputs_get_the_mode_of_a_plain_open(files, tmp_path, umask022):
     "New outputs: 0666 less the umask (not a temporary file's 0600); an overwritten file keeps its mode."
     jobs = [('audit', *AUDIT_ARGS(files), '--quiet', '--report', tmp_path / 'r.json'),
             ('calibrate', *CAL_ARGS(files), '--quiet', '--output', tmp_path / 'c.npz'),
-            ('transform', '--calibrator', files / 'cal.npz', '--pred', files / 'new.csv', '--output', tmp_path / 't.npz')]
+            ('transform', '--calibrator', files / 'cal.npz', '--pred', files / 'new.csv',
+             '--output', tmp_path / 't.npz')]
     outs = [tmp_path / 'r.json', tmp_path / 'c.npz', tmp_path / 't.npz']
     for job in jobs: assert run(*job)[0] == 0
     assert [mode(p) for p in outs] == [0o644] * 3
@@ -123,7 +126,8 @@ def test_outputs_get_the_mode_of_a_plain_open(files, tmp_path, umask022):
 
 
 def test_demo_outputs_get_the_mode_of_a_plain_open(tmp_path, umask022):
-    rc, out, err = run('demo', '--n', 60, '--max-rounds', 1, '--types', 2, '--actions', 2, '--quiet', '--out', tmp_path / 'demo')
+    rc, out, err = run('demo', '--n', 60, '--max-rounds', 1, '--types', 2, '--actions', 2, '--quiet',
+                       '--out', tmp_path / 'demo')
     assert rc == 0, err
     files = sorted((tmp_path / 'demo').iterdir())
     assert [p.name for p in files] == ['reliability.png', 'report.json', 'rounds.png']
@@ -136,7 +140,8 @@ def test_demo_outputs_get_the_mode_of_a_plain_open(tmp_path, umask022):
 def test_csv_with_byte_order_mark(tmp_path):
     (tmp_path / 'bom.csv').write_bytes('\ufeff1,2\n3,4\n'.encode())
     np.testing.assert_array_equal(cli.read_array(tmp_path / 'bom.csv', '--y'), [[1., 2.], [3., 4.]])
-    (tmp_path / 'bomh.csv').write_bytes('\ufeffa,b\n1,2\n3,4\n'.encode())      # with a header: the header goes, not a row
+    # with a header: the header goes, not a row
+    (tmp_path / 'bomh.csv').write_bytes('\ufeffa,b\n1,2\n3,4\n'.encode())
     np.testing.assert_array_equal(cli.read_array(tmp_path / 'bomh.csv', '--y'), [[1., 2.], [3., 4.]])
 
 
@@ -157,11 +162,13 @@ sys.exit(main({args!r}))
 """
 
 
-@pytest.mark.parametrize('sig, status, line', [('SIGTERM', 143, 'deccal: terminated'), ('SIGINT', 130, 'deccal: interrupted')])
+@pytest.mark.parametrize('sig, status, line', [('SIGTERM', 143, 'deccal: terminated'),
+                                               ('SIGINT', 130, 'deccal: interrupted')])
 def test_signal_during_save(files, tmp_path, sig, status, line):
     out = tmp_path / 'cal.npz'
     args = ['calibrate', *map(str, CAL_ARGS(files)), '--quiet', '--output', str(out)]
-    r = subprocess.run([PY, '-c', SIGNAL_DURING_SAVE.format(sig=sig, args=args)], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([PY, '-c', SIGNAL_DURING_SAVE.format(sig=sig, args=args)], capture_output=True, text=True,
+                       timeout=120)
     assert r.returncode == status, r.stderr
     assert r.stderr.strip().splitlines() == [line]
     assert list(tmp_path.iterdir()) == []             # no temporary file, no half-written output
@@ -178,7 +185,8 @@ def test_sigterm_handler_is_restored(files):
 def closed_stderr(*args):
     "Run the command in a shell with stderr closed (2>&-): (status, stdout)."
     code = f"import sys; from deccal.cli import main; sys.exit(main({[str(a) for a in args]!r}))"
-    r = subprocess.run(['bash', '-c', f"{shlex.quote(PY)} -c {shlex.quote(code)} 2>&-"], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(['bash', '-c', f"{shlex.quote(PY)} -c {shlex.quote(code)} 2>&-"], capture_output=True,
+                       text=True, timeout=120)
     return r.returncode, r.stdout
 
 
@@ -202,8 +210,10 @@ def no_work(monkeypatch):
 @pytest.mark.parametrize('job, option', [
     (lambda d, t: ('calibrate', *CAL_ARGS(d), '--output', t / 'folder.npz'), '--output'),
     (lambda d, t: ('calibrate', *CAL_ARGS(d), '--output', t / 'missing' / 'c.npz'), '--output'),
-    (lambda d, t: ('transform', '--calibrator', d / 'cal.npz', '--pred', d / 'new.csv', '--output', t / 'folder.npz'), '--output'),
-    (lambda d, t: ('transform', '--calibrator', d / 'cal.npz', '--pred', d / 'new.csv', '--output', t / 'missing' / 't.npz'), '--output'),
+    (lambda d, t: ('transform', '--calibrator', d / 'cal.npz', '--pred', d / 'new.csv', '--output', t / 'folder.npz'),
+     '--output'),
+    (lambda d, t: ('transform', '--calibrator', d / 'cal.npz', '--pred', d / 'new.csv',
+                   '--output', t / 'missing' / 't.npz'), '--output'),
     (lambda d, t: ('audit', *AUDIT_ARGS(d), '--report', t / 'folder.npz'), '--report'),
     (lambda d, t: ('audit', *AUDIT_ARGS(d), '--report', t / 'missing' / 'r.json'), '--report'),
     (lambda d, t: ('demo', '--out', t / 'file.txt'), '--out'),
@@ -237,7 +247,9 @@ def test_only_the_kernels_own_options_are_passed(files):
 
 def test_run_demo_verbose():
     buf, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err): rep = cli.run_demo(n=60, max_rounds=1, n_types=2, n_actions=2, out_dir=None, stream=buf, verbose=False)
+    with contextlib.redirect_stderr(err):
+        rep = cli.run_demo(n=60, max_rounds=1, n_types=2, n_actions=2, out_dir=None, stream=buf, verbose=False)
     assert err.getvalue() == '' and rep['rounds'].keys() == {'DimFreeDeCal', 'ZhaoDeCal'}
-    with contextlib.redirect_stderr(err): cli.run_demo(n=60, max_rounds=1, n_types=2, n_actions=2, out_dir=None, stream=buf, verbose=True)
+    with contextlib.redirect_stderr(err):
+        cli.run_demo(n=60, max_rounds=1, n_types=2, n_actions=2, out_dir=None, stream=buf, verbose=True)
     assert 'DimFreeDeCal' in err.getvalue() and 'audit [' in err.getvalue()

@@ -52,7 +52,8 @@ def test_split_rows_brute_force():
 
 def test_transform_stats_objective(client, data):
     px, y, dp, dy = data
-    cal = DimFreeDeCal(RBF(0.5), early_stopping=False, **dict(FIT, search_max=20000)).fit(Embedding.from_points(px[:800]), y[:800])
+    cal = DimFreeDeCal(RBF(0.5), early_stopping=False, **dict(FIT, search_max=20000))
+    cal.fit(Embedding.from_points(px[:800]), y[:800])
     t_mem, t_dask = cal.transform(Embedding.from_points(px[800:])), cal.transform(dp[800:]).compute()
     assert rel(t_dask.theta, t_mem.theta) < 1e-8 and rel(t_dask.gamma, t_mem.gamma) < 1e-8
     basis, _ = make_basis(RBF(0.5), Embedding.from_points(px[:300]), y[:300], 0, 1e-8, 50)
@@ -79,15 +80,16 @@ def test_audit_equal_with_weights_and_holdout(client, data):
     assert abs(b.value / a.value - 1) < 1e-8 and abs(b.holdout_value / a.holdout_value - 1) < 1e-8
     assert b.info['search_rows'] == 600 and b.info['blocks'] == N // CH
     g = deccal.gap_function(Embedding.from_points(px), y, b.loss, b.rule_loss, beta=6.0)
-    assert b.value == pytest.approx(abs(w @ g), rel=1e-9)            # the value is the pair's exact weighted error on every row
+    assert b.value == pytest.approx(abs(w @ g), rel=1e-9)    # the value is the pair's exact weighted error on every row
 
 
 @pytest.mark.parametrize('cls', [DimFreeDeCal, ZhaoDeCal])
 def test_whole_fits_follow_the_same_rounds(client, data, cls):
     px, y, dp, dy = data
     sw = np.random.default_rng(6).uniform(0.5, 1.5, N)
-    a = cls(RBF(0.5), **{k: v for k, v in FIT.items() if cls is DimFreeDeCal or k != 'step'}).fit(Embedding.from_points(px), y, sample_weight=sw)
-    b = cls(RBF(0.5), **{k: v for k, v in FIT.items() if cls is DimFreeDeCal or k != 'step'}).fit(dp, dy, sample_weight=da.from_array(sw, chunks=CH))
+    kw = {k: v for k, v in FIT.items() if cls is DimFreeDeCal or k != 'step'}
+    a = cls(RBF(0.5), **kw).fit(Embedding.from_points(px), y, sample_weight=sw)
+    b = cls(RBF(0.5), **kw).fit(dp, dy, sample_weight=da.from_array(sw, chunks=CH))
     assert len(a.history_) == len(b.history_) and a.best_round_ == b.best_round_ and a.stop_reason_ == b.stop_reason_
     for ha, hb in zip(a.history_, b.history_):                      # early stopping's held-out part: the same rows
         for k in ('square_loss', 'holdout_square_loss', 'audit_value', 'holdout_value'):
@@ -102,7 +104,8 @@ def test_traffic_does_not_grow_with_n(client):
     per_round = []
     for n in (1200, 2400):
         x = rng.normal(size=(n, 2))
-        dp, dy = DaskEmbedding.from_points(da.from_array(0.8 * x, chunks=n // 3)), da.from_array(x + 0.3 * rng.normal(size=(n, 2)), chunks=n // 3)
+        dp = DaskEmbedding.from_points(da.from_array(0.8 * x, chunks=n // 3))
+        dy = da.from_array(x + 0.3 * rng.normal(size=(n, 2)), chunks=n // 3)
         f = DimFreeDeCal(RBF(0.5), early_stopping=False, **dict(FIT, max_rounds=2, search_max=500)).fit(dp, dy)
         per_round.append(f.dask_traffic_['received'] / f.dask_traffic_['rounds'])
     assert abs(per_round[1] / per_round[0] - 1) < 0.1, per_round

@@ -82,7 +82,8 @@ def test_linear_loss_and_estimates():
     Yh = rng.normal(size=(20, 4))
     np.testing.assert_allclose(deccal.Embedding.from_points(Yh).loss_estimates(loss), Yh @ R.T, rtol=1e-12, atol=1e-12)
     P = rng.dirichlet(np.ones(4), 20)
-    np.testing.assert_allclose(deccal.Embedding.from_probs(P, np.eye(4)).loss_estimates(loss), P @ R.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(deccal.Embedding.from_probs(P, np.eye(4)).loss_estimates(loss), P @ R.T,
+                               rtol=1e-12, atol=1e-12)
 
 # --- decision rules ------------------------------------------------------------------------------
 def test_quantal_response_limits():
@@ -162,6 +163,7 @@ def test_star_import_gives_the_public_names():
     import deccal
     ns = {}
     exec('from deccal import *', ns)
-    for name in ('RBF', 'Embedding', 'audit', 'certify', 'DimFreeDeCal', 'ZhaoDeCal', 'load_calibrator', 'quantal_response'):
+    for name in ('RBF', 'Embedding', 'audit', 'certify', 'DimFreeDeCal', 'ZhaoDeCal', 'load_calibrator',
+                 'quantal_response'):
         assert name in ns, name
     assert set(deccal.__all__) <= set(ns) and all(not n.startswith('_') for n in deccal.__all__)

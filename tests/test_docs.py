@@ -177,11 +177,13 @@ def test_page_renders(site, browser, nb):
     assert not errors, f'{page["page"]}: browser errors: {errors}'
     bad = browser.execute_script("""
         return [...document.querySelectorAll('main pre.output, main div.output')]
-          .filter(e => e.classList.contains('error') || /Traceback \\(most recent call last\\)|^\\w*Error: /m.test(e.textContent))
+          .filter(e => e.classList.contains('error')
+                       || /Traceback \\(most recent call last\\)|^\\w*Error: /m.test(e.textContent))
           .map(e => e.textContent.slice(0, 500))""")
     assert not bad, f'{page["page"]}: error output in the rendered cells:\n' + '\n---\n'.join(bad)
     math_text = browser.execute_script("return document.querySelectorAll('main math').length")
-    if '$' in ''.join(''.join(c['source']) for c in json.loads((NBS/nb).read_text())['cells'] if c['cell_type'] == 'markdown'):
+    cells = json.loads((NBS/nb).read_text())['cells']
+    if '$' in ''.join(''.join(c['source']) for c in cells if c['cell_type'] == 'markdown'):
         assert math_text > 0, f'{page["page"]}: the notebook has $math$ but the page no MathML'
 
 
@@ -212,5 +214,6 @@ def test_every_public_method_has_an_api_entry(site):
     methods = _public_methods()
     assert len(methods) > 30, methods                          # the inventory itself works
     missing = [f'{c}.{m} ({nb})' for c, m, nb in methods
-               if not re.search(r'<h[1-6][^>]*>(?:\s|<[^>]+>)*' + re.escape(f'{c}.{m}') + r'(?:\s|<[^>]+>)*</h[1-6]>', html[nb])]
+               if not re.search(r'<h[1-6][^>]*>(?:\s|<[^>]+>)*' + re.escape(f'{c}.{m}') + r'(?:\s|<[^>]+>)*</h[1-6]>',
+                                html[nb])]
     assert not missing, f'public methods without an API entry on the doc site: {missing}'

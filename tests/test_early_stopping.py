@@ -51,7 +51,8 @@ def population_decce(P):
     vals = value(W)
     best = vals.max()
     for i in np.argsort(vals)[-3:]:
-        r = scipy.optimize.minimize(lambda w: -value(w)[0] if np.linalg.norm(w) <= 2 * R1 else 0.0, W[i], method='Nelder-Mead',
+        r = scipy.optimize.minimize(lambda w: -value(w)[0] if np.linalg.norm(w) <= 2 * R1 else 0.0, W[i],
+                                    method='Nelder-Mead',
                                     options=dict(xatol=1e-5, fatol=1e-8))
         best = max(best, -r.fun)
     return float(best)
@@ -103,7 +104,8 @@ def test_explicit_holdout_decides_and_is_scored_exactly():
     ph, Yh = sample(400, 4)
     cal = DimFreeDeCal(eps=EPS, step='line-search', max_rounds=20, **KW).fit(pred, Y, holdout=(ph, Yh))
     assert cal.n_fit_ == 600                                   # nothing of the sample is set aside
-    for T in range(len(cal.all_rounds_) + 1):                  # the recorded held-out square loss is that of the truncated calibrator
+    # the recorded held-out square loss is that of the truncated calibrator
+    for T in range(len(cal.all_rounds_) + 1):
         assert abs(cal.truncated(T).square_loss(ph, Yh) - cal.history_[T]['holdout_square_loss']) < 1e-10
     new = sample(50, 5)[0]
     assert np.array_equal(cal.transform(new).theta, cal.truncated(cal.best_round_).transform(new).theta)
@@ -145,11 +147,13 @@ def test_save_load_keeps_the_kept_rounds(tmp_path):
 @pytest.mark.parametrize('cls', [DimFreeDeCal, ZhaoDeCal])
 def test_early_stopping_options_checked(cls):
     pred, Y = sample(40, 10)
-    for kw, msg in ((dict(validation_fraction=0.0), 'validation_fraction:'), (dict(validation_fraction=1.0), 'validation_fraction:'),
-                    (dict(validation_fraction=None), 'validation_fraction:'), (dict(n_iter_no_change=0), 'n_iter_no_change:'),
+    for kw, msg in ((dict(validation_fraction=0.0), 'validation_fraction:'),
+                    (dict(validation_fraction=1.0), 'validation_fraction:'),
+                    (dict(validation_fraction=None), 'validation_fraction:'),
+                    (dict(n_iter_no_change=0), 'n_iter_no_change:'),
                     (dict(n_iter_no_change=2.5), 'n_iter_no_change:'), (dict(early_stopping=1), 'early_stopping:')):
         with pytest.raises(ValueError, match='^' + msg): cls(**KW, **kw).fit(pred, Y)
     with pytest.raises(ValueError, match='^validation_fraction: 0.2 of a sample of 5'): cls(**KW).fit(pred[:5], Y[:5])
     with pytest.raises(ValueError, match='^holdout'): cls(**KW).fit(pred, Y, holdout=(pred, Y[:3]))
-    cls(early_stopping=False, max_rounds=1, **KW).fit(pred[:5], Y[:5])      # without early stopping nothing is set aside
+    cls(early_stopping=False, max_rounds=1, **KW).fit(pred[:5], Y[:5])      # without early stopping none is set aside
     with pytest.raises(ValueError, match='^search_fraction:'): certify(pred, Y, search_fraction=0, **KW)

@@ -10,12 +10,10 @@ Writing entry points must leave either the whole file or nothing, and no tempora
 The examples are derandomized (the same on every run) and few per entry point: the whole file runs in
 well under a minute.
 """
-import io, os, warnings
+import io, warnings
 from contextlib import redirect_stdout, redirect_stderr
-from pathlib import Path
 
 import numpy as np
-import pytest
 from hypothesis import given, settings, assume, event, HealthCheck, strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -35,7 +33,8 @@ SPECIAL = [np.nan, np.inf, -np.inf, 1e300, -1e300, 1e-300, 0.0, -1.0]
 def arrays(min_dims=0, max_dims=3, max_side=5, dtype=None):
     "Arrays of random dtype and shape; the elements include NaN, infinities and the extreme floats."
     return (DTYPES if dtype is None else st.just(dtype)).flatmap(
-        lambda dt: hnp.arrays(dt, hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=0, max_side=max_side)))
+        lambda dt: hnp.arrays(dt, hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=0,
+                                                   max_side=max_side)))
 
 def good(shape, lo=0.05, hi=0.95):
     "Finite, moderate float arrays of a given shape (values in [lo, hi], inside every kernel's domain)."
@@ -55,7 +54,7 @@ def documented(f, *args, **kw):
         try: out = f(*args, **kw)
         except DeccalError as e:
             assert e.arg and str(e).startswith(f"{e.arg}:"), f"message does not start with the argument: {e}"
-            event(f"{getattr(f, '__name__', 'call')}: refused, {e.arg}")   # shown by pytest --hypothesis-show-statistics
+            event(f"{getattr(f, '__name__', 'call')}: refused, {e.arg}")   # pytest --hypothesis-show-statistics
             return None
     event(f"{getattr(f, '__name__', 'call')}: returned")
     return out
@@ -214,13 +213,14 @@ def test_audit_options(n, data, option, value):
        value=SCALARS)
 def test_audit_best_response(n, data, option, value):
     p, Y = deccal.Embedding.from_points(data.draw(good((n, 2)))), data.draw(good((n, 2)))
-    res = documented(deccal.audit_best_response, p, Y, deccal.Linear(), **{'n_starts': 1, 'betas': (1, 10), 'max_iter': 10,
-                                                                           option: value})
+    res = documented(deccal.audit_best_response, p, Y, deccal.Linear(),
+                     **{'n_starts': 1, 'betas': (1, 10), 'max_iter': 10, option: value})
     if res is not None: assert np.isfinite(res.value)
 
 # --- calibrators: fit, transform, save, load ----------------------------------------------------
-CAL_OPTIONS = st.sampled_from(['n_actions', 'beta', 'R1', 'R2', 'eps', 'step', 'max_rounds', 'sample', 'seed', 'n_starts',
-                               'max_iter', 'exact_max', 'trace_tol', 'max_rank', 'early_stopping', 'validation_fraction',
+CAL_OPTIONS = st.sampled_from(['n_actions', 'beta', 'R1', 'R2', 'eps', 'step', 'max_rounds', 'sample', 'seed',
+                               'n_starts', 'max_iter', 'exact_max', 'trace_tol', 'max_rank', 'early_stopping',
+                               'validation_fraction',
                                'n_iter_no_change', 'regularizer'])
 
 @SLOW
@@ -228,11 +228,13 @@ CAL_OPTIONS = st.sampled_from(['n_actions', 'beta', 'R1', 'R2', 'eps', 'step', '
        option=CAL_OPTIONS, value=st.one_of(SCALARS, st.sampled_from(['theory', 'line-search', 'reuse', 'split'])))
 def test_calibrator_options(cls, n, data, option, value, tmp_path_factory):
     if option == 'regularizer' and cls is deccal.DimFreeDeCal: option = 'eps'
-    if option == 'step' and cls is deccal.ZhaoDeCal: option = 'regularizer'   # Zhao has no step: Python's TypeError, by design
+    if option == 'step' and cls is deccal.ZhaoDeCal:
+        option = 'regularizer'   # Zhao has no step: Python's TypeError, by design
     p, Y = deccal.Embedding.from_points(data.draw(good((n, 2)))), data.draw(good((n, 2)))
     kw = dict(n_actions=2, max_rounds=2, n_starts=1, max_iter=10)
     kw[option] = value
-    if option == 'max_rounds' and isinstance(value, (int, float)) and not isinstance(value, bool) and value > 3: kw[option] = 3
+    if option == 'max_rounds' and isinstance(value, (int, float)) and not isinstance(value, bool) and value > 3:
+        kw[option] = 3
     cal = documented(lambda: cls(deccal.RBF(1.0), **kw).fit(p, Y))
     if cal is None: return
     out = cal.transform(deccal.Embedding.from_points(data.draw(good((3, 2)))))
@@ -247,7 +249,8 @@ def test_calibrator_options(cls, n, data, option, value, tmp_path_factory):
 @given(Yp=arrays(max_side=6), Y=arrays(max_side=6))
 def test_calibrator_data(Yp, Y):
     p = emb_from(Yp)
-    if p is None: return       # refused with an error naming the argument: a documented outcome (no assume(): too many are refused)
+    # refused with an error naming the argument: a documented outcome (no assume(): too many are refused)
+    if p is None: return
     cal = documented(lambda: deccal.DimFreeDeCal(deccal.RBF(1.0), max_rounds=2, n_starts=1, max_iter=10,
                                                  early_stopping=False).fit(p, Y))
     if cal is not None: finite(cal.transform(p).gamma, (p.n,))
@@ -263,7 +266,7 @@ def test_load_calibrator_garbage(blob, suffix, tmp_path_factory):
 @given(key=st.sampled_from(['R2_', 'C', 'D', 'KD', 'eta', 'K', 'Y', 'kernel_params', 'gamma', 'best_round_']),
        value=arrays(max_side=4))
 def test_load_calibrator_tampered(key, value, tmp_path_factory):
-    "A saved calibrator with one array replaced: either refused with a DeccalError or it still calibrates to finite values."
+    "A saved calibrator with one array replaced: refused with a DeccalError, or it still calibrates to finite values."
     rng = np.random.default_rng(0)
     Yp, Y = rng.uniform(0.1, 0.9, (20, 2)), rng.uniform(0.1, 0.9, (20, 2))
     p = deccal.Embedding.from_points(Yp)
@@ -285,7 +288,8 @@ def test_binary_decce(P, Y, tol):
     if r is not None: assert np.isfinite(r.value) and r.value >= 0
 
 @FAST
-@given(f=st.sampled_from(['sample_D1', 'sample_D2']), n=SCALARS, d=SCALARS, eps=SCALARS, seed=st.one_of(st.just(0), SCALARS))
+@given(f=st.sampled_from(['sample_D1', 'sample_D2']), n=SCALARS, d=SCALARS, eps=SCALARS,
+       seed=st.one_of(st.just(0), SCALARS))
 def test_lower_bound_samplers(f, n, d, eps, seed):
     out = documented(getattr(lb, f), n, d, eps, seed=seed)
     if out is not None:

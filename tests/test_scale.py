@@ -1,4 +1,4 @@
-"""The auditor's landmark path (linear in n): exact value for the pair it returns, close to the exact path, argument checks."""
+"""The auditor's landmark path (linear in n): exact value for the pair it returns, close to the exact path, checks."""
 import numpy as np
 import pytest
 import deccal
@@ -20,17 +20,21 @@ def test_landmarks_close_to_exact_and_value_is_exact(data):
     ex, lm = audit(p, Y, method='exact', **KW), audit(p, Y, method='landmarks', **KW)
     assert lm.info['method'] == 'landmarks' and abs(lm.value / ex.value - 1) < 0.02
     assert decision_calibration_error(p, Y, lm.loss, lm.rule_loss, beta=8.0) == pytest.approx(lm.value, rel=1e-10)
-    assert lm.loss.atoms.shape[0] <= 2 * lm.info['landmarks'] and lm.rule_loss.atoms.shape[0] <= 2 * lm.info['landmarks']
+    assert lm.loss.atoms.shape[0] <= 2 * lm.info['landmarks']
+    assert lm.rule_loss.atoms.shape[0] <= 2 * lm.info['landmarks']
 
 
 def test_landmarks_holdout_and_weights(data):
     p, Y = data
     w = np.random.default_rng(0).uniform(0, 2, p.n); w /= w.sum()
-    r = audit(p[:1000], Y[:1000], method='landmarks', weights=w[:1000] / w[:1000].sum(), holdout=(p[1000:], Y[1000:]), search_max=600, **KW)
+    r = audit(p[:1000], Y[:1000], method='landmarks', weights=w[:1000] / w[:1000].sum(), holdout=(p[1000:], Y[1000:]),
+              search_max=600, **KW)
     g = deccal.gap_function(p[:1000], Y[:1000], r.loss, r.rule_loss, beta=8.0)
-    assert r.value == pytest.approx(abs(np.sum(w[:1000] / w[:1000].sum() * g)), rel=1e-10)   # the weighted error of the pair, on all rows
+    # the weighted error of the pair, on all rows
+    assert r.value == pytest.approx(abs(np.sum(w[:1000] / w[:1000].sum() * g)), rel=1e-10)
     assert r.info['search_rows'] == 600 and np.isfinite(r.holdout_value)
-    assert r.holdout_value == pytest.approx(deccal.gap_function(p[1000:], Y[1000:], r.loss, r.rule_loss, beta=8.0).mean(), rel=1e-12)
+    g_hold = deccal.gap_function(p[1000:], Y[1000:], r.loss, r.rule_loss, beta=8.0)
+    assert r.holdout_value == pytest.approx(g_hold.mean(), rel=1e-12)
 
 
 def test_method_checks(data):
@@ -43,10 +47,11 @@ def test_method_checks(data):
 
 
 def test_fit_searches_a_part_and_patches_from_every_row():
-    "Linear kernel, point forecasts in R^2: G_a = mean_i k(x_i, a) (y_i - p_i) explicitly; round 0's value must use every row."
+    "Linear kernel, point forecasts in R^2: G_a = mean_i k(x_i, a) (y_i - p_i) explicitly; round 0 uses every row."
     rng = np.random.default_rng(4)
     x = rng.normal(size=(400, 2)); p, Y = Embedding.from_points(0.7 * x), x + 0.2 * rng.normal(size=(400, 2))
-    c = deccal.DimFreeDeCal(deccal.Linear(), n_actions=3, beta=4.0, R1=1.0, eps=0.01, max_rounds=2, early_stopping=False,
+    c = deccal.DimFreeDeCal(deccal.Linear(), n_actions=3, beta=4.0, R1=1.0, eps=0.01, max_rounds=2,
+                            early_stopping=False,
                             search_max=120).fit(p, Y)
     k = deccal.quantal_response(p.loss_estimates(c.rule_loss(0)), 4.0)
     G = (k[:, :, None] * (Y - x * 0.7)[:, None, :]).mean(0)          # (A, 2)
@@ -56,15 +61,17 @@ def test_fit_searches_a_part_and_patches_from_every_row():
 
 
 def test_rows_path_stops_only_when_the_searched_part_is_below_the_target(monkeypatch):
-    "The row-block fit stops at 3 eps / 4 only when both the value its search reached on the part and the found rule's value on every row are below it."
+    """The row-block fit stops at 3 eps / 4 only when both the value its search reached on the part and the found rule's
+    value on every row are below it."""
     import deccal.dimfree as dm
     rng = np.random.default_rng(4)
     x = rng.normal(size=(400, 2)); p, Y = Embedding.from_points(0.7 * x), x + 0.2 * rng.normal(size=(400, 2))
     kw = dict(n_actions=3, beta=4.0, R1=1.0, max_rounds=4, early_stopping=False, search_max=120)
-    v0 = deccal.DimFreeDeCal(deccal.Linear(), eps=0.01, **kw).fit(p, Y).history_[0]['audit_value']   # round 0 on every row
+    v0 = deccal.DimFreeDeCal(deccal.Linear(), eps=0.01, **kw).fit(p, Y).history_[0]['audit_value']   # on every row
     real = dm.search_rule
     def fit(part_value, eps):
-        monkeypatch.setattr(dm, 'search_rule', lambda *a, **k: (real(*a, **k)[0], [part_value]))   # the part's value, as reported
+        # the part's value, as reported
+        monkeypatch.setattr(dm, 'search_rule', lambda *a, **k: (real(*a, **k)[0], [part_value]))
         return deccal.DimFreeDeCal(deccal.Linear(), eps=eps, **kw).fit(p, Y)
     easy, hard = 2 * v0 / 0.75, 1e-6 * v0          # 3 eps / 4 above round 0's value on every row / below any value
     c = fit(0.0, easy)

@@ -78,7 +78,8 @@ def _tolerant_show_doc_eval():
         if res and not (cell.directives_.keys() & {'export', 'exports', 'exporti', 'exec_doc'}) \
                 and not P._show_docs(cell.parsed_() or []) \
                 and P._ast_contains(cell.parsed_(), (ast.Expr, ast.Assign)):
-            skipped.append(next((l for l in cell.source.splitlines() if l.strip() and not l.lstrip().startswith('#|')), '')[:60])
+            first = next((l for l in cell.source.splitlines() if l.strip() and not l.lstrip().startswith('#|')), '')
+            skipped.append(first[:60])
             return False
         return res
     P._do_eval = _do_eval
@@ -152,7 +153,8 @@ def execute_and_process(nbs_dir: Path, work: Path, proc: Path, jobs: int, skip_f
     # a fresh interpreter per notebook (spawn, one task per child), as nbdev_test runs them, with a fixed
     # thread setting (the children inherit os.environ; numpy and Numba read it when first imported)
     threads = str(max(1, (os.cpu_count() or 1) // max(1, jobs)))
-    for k in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'NUMBA_NUM_THREADS'): os.environ[k] = threads
+    for k in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'NUMBA_NUM_THREADS'):
+        os.environ[k] = threads
     os.environ['OMP_WAIT_POLICY'] = 'PASSIVE'
     # concurrent.futures rather than multiprocessing.Pool: a Pool's workers are daemonic and may not start
     # processes of their own, which a notebook starting a dask LocalCluster of worker processes needs
@@ -164,7 +166,8 @@ def execute_and_process(nbs_dir: Path, work: Path, proc: Path, jobs: int, skip_f
                   + (f'  ERROR {err}' if err else ''), flush=True)
             if err: errors.append(f'{name}: {err}')
             if skipped:
-                print(f'    note, {name}: {len(skipped)} cell(s) mix imports with other code; nbdev_docs/nbdev_proc_nbs re-run them '
+                print(f'    note, {name}: {len(skipped)} cell(s) mix imports with other code; '
+                      f'nbdev_docs/nbdev_proc_nbs re-run them '
                       f'alone for show_doc and fail if they use earlier names (give the imports a cell of their own): '
                       + '; '.join(repr(x) for x in skipped))
     if execute: times_file.write_text(json.dumps(times, indent=1, sort_keys=True) + '\n')
@@ -202,7 +205,8 @@ def site_order(nbs_dir: Path, nbs: list[str]):
     listed = {f for _, pages in groups for _, f in pages}
     tutorials = [n for n in sorted(nbs) if fnmatch.fnmatch(n, TUTORIAL_GLOB) and n not in listed]
     if tutorials:
-        at = next((i + 1 for i, (_, pages) in enumerate(groups) if any(f == TUTORIALS_AFTER for _, f in pages)), len(groups))
+        at = next((i + 1 for i, (_, pages) in enumerate(groups) if any(f == TUTORIALS_AFTER for _, f in pages)),
+                  len(groups))
         groups.insert(at, ('Tutorials', [(None, n) for n in tutorials]))
         listed |= set(tutorials)
     rest = [n for n in sorted(nbs) if n not in listed]
@@ -259,7 +263,8 @@ class Renderer:
             out = convert(tex.strip(), display='block' if display else 'inline')
         except Exception:
             out = None
-        if out: out = _TEX_UNKNOWN.sub(lambda m: f'<mi>{m.group(1)}</mi>' if m.group(1) in _TEX_OPS else m.group(0), out)
+        if out:
+            out = _TEX_UNKNOWN.sub(lambda m: f'<mi>{m.group(1)}</mi>' if m.group(1) in _TEX_OPS else m.group(0), out)
         unknown = _TEX_UNKNOWN.findall(out) if out else ['(unparsed)']
         if unknown:
             self.unknown_tex.setdefault(self.page, set()).update(unknown)
@@ -323,7 +328,8 @@ class Renderer:
             body = self.code(src)
             if 'code-fold' in opts:
                 summary = html.escape(opts.get('code-summary') or 'Code').capitalize()
-                body = f'<details{" open" if opts["code-fold"] == "show" else ""}><summary>{summary}</summary>{body}</details>'
+                opened = ' open' if opts["code-fold"] == "show" else ''
+                body = f'<details{opened}><summary>{summary}</summary>{body}</details>'
         cls = 'cell showdoc' if asis else 'cell'
         return f'<div class="{cls}">{body}{outs}</div>'
 
@@ -363,8 +369,10 @@ main{flex:1;min-width:0;max-width:980px;padding:1.5rem 2.5rem 4rem}
 header.title h1{margin:.2rem 0 .3rem;font-size:2.2rem}
 header.title p.description{font-style:italic;font-size:1.2rem;color:#5a6268;margin:.2rem 0 1.2rem}
 h2{margin-top:2rem;border-bottom:1px solid #eee;padding-bottom:.2rem} h3{margin-top:1.5rem}
-pre{overflow-x:auto;font-size:.86rem;line-height:1.4;font-family:SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace}
-section.md pre,pre.source{background:#f8f9fa;border:1px solid #e9ecef;border-radius:4px;padding:.6rem .8rem;margin:.3rem 0}
+pre{overflow-x:auto;font-size:.86rem;line-height:1.4;
+    font-family:SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace}
+section.md pre,pre.source{background:#f8f9fa;border:1px solid #e9ecef;border-radius:4px;padding:.6rem .8rem;
+    margin:.3rem 0}
 pre.output{margin:.2rem 0 .2rem .8rem;padding:.2rem .8rem;border-left:2px solid lightsalmon;background:none}
 pre.output.stderr{border-left-color:#f0ad4e;color:#8a6d3b}
 pre.output.error{border-left-color:#d9534f;background:#fdf2f2;color:#a94442}
@@ -471,10 +479,12 @@ def main(argv=None) -> int:
     else:
         with tempfile.TemporaryDirectory(prefix='deccal-docs-') as tmp:
             work = Path(tmp)/'nbs'
-            shutil.copytree(nbs_dir, work, ignore=shutil.ignore_patterns('.*', '_proc', '_docs', '_site', '__pycache__'))
+            shutil.copytree(nbs_dir, work,
+                            ignore=shutil.ignore_patterns('.*', '_proc', '_docs', '_site', '__pycache__'))
             print(('executing (skipping cells flagged: ' + cfg.get('tst_flags', '') + ') and ' if not a.no_exec else '')
                   + f'processing the notebooks into {proc}, {a.jobs} at a time', flush=True)
-            errors = execute_and_process(nbs_dir.resolve(), work, proc, a.jobs, cfg.get('tst_flags', '').split(), not a.no_exec)
+            errors = execute_and_process(nbs_dir.resolve(), work, proc, a.jobs, cfg.get('tst_flags', '').split(),
+                                         not a.no_exec)
     print(f'rendering HTML into {out}', flush=True)
     res = render_site(proc, out, nbs_dir, cfg)
     print(f'{len(res["pages"])} pages in {out} ({time.time() - t0:.0f} s); open {out/"index.html"}')

@@ -7,7 +7,8 @@
 `nbdev_test` and the doc build run the explorer without a front end (the sliders' binding is tested in
 the notebook, and the doc page shows the static figure). This script covers the rest: it starts
 JupyterLab on a copy of nbs/10_tutorial_newsvendor.ipynb, runs all cells, waits for the
-three sliders to render (the cells run by JupyterLab's 'Run All Cells' command), moves the 'order levels' slider by typing into its readout, and waits for the
+three sliders to render (the cells run by JupyterLab's 'Run All Cells' command), moves the 'order levels' slider
+by typing into its readout, and waits for the
 explorer's figure to be redrawn. It fails if a cell shows a traceback, if the sliders never render, or
 if the figure does not change. A screenshot of the page after the update is written next to --out.
 
@@ -41,7 +42,8 @@ def main(argv=None) -> int:
     jupyter = shutil.which('jupyter', path=str(Path(sys.executable).parent)) or shutil.which('jupyter')
     chromium, driver_bin = shutil.which('chromium') or shutil.which('chromium-browser'), shutil.which('chromedriver')
     if not jupyter: print('jupyter not found: pip install jupyterlab'); return 2
-    if not chromium or not driver_bin: print('chromium and chromedriver are needed (apt-get install chromium chromium-driver)'); return 2
+    if not chromium or not driver_bin:
+        print('chromium and chromedriver are needed (apt-get install chromium chromium-driver)'); return 2
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
@@ -52,7 +54,9 @@ def main(argv=None) -> int:
     token = 'deccal-check'
     log = open(work/'jupyter.log', 'w')
     srv = subprocess.Popen([jupyter, 'lab', '--no-browser', f'--port={a.port}', f'--IdentityProvider.token={token}',
-                            f'--ServerApp.root_dir={work}', '--allow-root', '--LabApp.news_url=', '--LabApp.expose_app_in_browser=True', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate'],
+                            f'--ServerApp.root_dir={work}', '--allow-root', '--LabApp.news_url=',
+                            '--LabApp.expose_app_in_browser=True',
+                            '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate'],
                            stdout=log, stderr=subprocess.STDOUT)
     base = f'http://127.0.0.1:{a.port}'
     opts = webdriver.ChromeOptions()
@@ -70,18 +74,22 @@ def main(argv=None) -> int:
         drv.get(f'{base}/lab/tree/{NB}?token={token}')
         wait_for(lambda: drv.find_elements(By.CSS_SELECTOR, '.jp-Notebook .jp-Cell'), 120, 'the notebook to open')
         wait_for(lambda: 'Idle' in (drv.execute_script(
-            "const e = document.querySelector('.jp-Notebook-ExecutionIndicator'); return e ? (e.getAttribute('data-status') || e.title || '') : ''") or '')
-            or drv.find_elements(By.XPATH, "//*[contains(@class,'jp-StatusBar')]//*[contains(text(),'Idle')]"), 120, 'the kernel to start')
+            "const e = document.querySelector('.jp-Notebook-ExecutionIndicator'); "
+            "return e ? (e.getAttribute('data-status') || e.title || '') : ''") or '')
+            or drv.find_elements(By.XPATH, "//*[contains(@class,'jp-StatusBar')]//*[contains(text(),'Idle')]"),
+                 120, 'the kernel to start')
         print('notebook open, kernel idle')
         # run every cell through JupyterLab's own command (the app is exposed with --LabApp.expose_app_in_browser)
-        wait_for(lambda: drv.execute_script("return !!(window.jupyterapp && window.jupyterapp.commands.hasCommand('notebook:run-all-cells'))"),
+        wait_for(lambda: drv.execute_script(
+                     "return !!(window.jupyterapp && window.jupyterapp.commands.hasCommand('notebook:run-all-cells'))"),
                  60, 'the JupyterLab application')
         drv.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
         t0 = time.time()
         print('running all cells ...')
         def tracebacks():
             return [e.text[:400] for e in drv.find_elements(By.CSS_SELECTOR, '.jp-OutputArea-output')
-                    if 'Traceback' in e.text or e.get_attribute('data-mime-type') == 'application/vnd.jupyter.stderr' and 'Error' in e.text]
+                    if 'Traceback' in e.text
+                    or e.get_attribute('data-mime-type') == 'application/vnd.jupyter.stderr' and 'Error' in e.text]
         def sliders_or_error():
             if (err := tracebacks()): raise RuntimeError('a cell shows an error:\n' + err[0])
             found = drv.find_elements(By.CSS_SELECTOR, '.widget-slider, .widget-hslider')
@@ -102,7 +110,8 @@ def main(argv=None) -> int:
         readout.send_keys(Keys.CONTROL, 'a')
         readout.send_keys('3', Keys.ENTER)
         t1 = time.time()
-        after = wait_for(lambda: (f := figure()) and f != before and f, 120, 'the figure to be redrawn after the slider moved')
+        after = wait_for(lambda: (f := figure()) and f != before and f, 120,
+                         'the figure to be redrawn after the slider moved')
         print(f"'order levels' {old} -> {readout.text}: figure redrawn after {time.time() - t1:.1f} s "
               f"({len(before)} -> {len(after)} bytes of PNG data)")
         if (err := tracebacks()): raise RuntimeError('an error after the update:\n' + err[0])

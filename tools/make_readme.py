@@ -104,7 +104,8 @@ def main(argv=None):
         else:
             diff = list(difflib.unified_diff(old.splitlines(), text.splitlines(), 'current ' + _rel(out),
                                              'generated from ' + _rel(nb), lineterm='', n=1))
-            print('\n'.join(diff[:60] + (['... ({} more diff lines)'.format(len(diff) - 60)] if len(diff) > 60 else [])),
+            more = ['... ({} more diff lines)'.format(len(diff) - 60)] if len(diff) > 60 else []
+            print('\n'.join(diff[:60] + more),
                   file=sys.stderr)
         print('make_readme: {} is out of step with {}: run `python tools/make_readme.py` and commit it'
               .format(_rel(out), _rel(nb)), file=sys.stderr)
