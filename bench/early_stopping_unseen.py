@@ -81,9 +81,9 @@ def rbf5(n, rng, d=5):
 
 PROBLEMS = dict(
     classes=dict(make=classes, n=300, N=2000, eps=0.02, kw=dict(kernel=deccal.Linear(), n_actions=3, beta=10.0, R1=1.0),
-                 seeds=30),
+                 seeds=24),
     rbf5=dict(make=rbf5, n=250, N=1500, eps=0.03, kw=dict(kernel=deccal.RBF(0.25), n_actions=4, beta=10.0, R1=1.0),
-              seeds=30))
+              seeds=20))
 
 
 def replay(hl, patience):
