@@ -355,7 +355,7 @@ def _check_pred_kernel(pred, kernel):
     if not isinstance(kernel, Kernel): raise DeccalTypeError('kernel', f"expected a deccal kernel, got {kernel!r}")
 
 # %% ../nbs/06_audit.ipynb #306d81bd
-def _check_weights(weights, n:int) -> np.ndarray:
+def _check_signed_weights(weights, n:int) -> np.ndarray:
     "Sample weights: (n,) finite numbers, 1/n each by default."
     if weights is None: return np.full(n, 1.0 / n)
     w = check_array(weights, 'weights', ndim=1)
@@ -424,7 +424,7 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
     Y = _check_outcomes(Y, pred, kernel)
     pred.check_kernel(kernel)
     n = pred.n
-    w = _check_weights(weights, n)
+    w = _check_signed_weights(weights, n)
     if holdout is not None: holdout = check_holdout(holdout, kernel, pred.dim)   # bad held-out data fails first
     rng = np.random.default_rng(seed)
     if method == 'auto': method = 'exact' if n <= exact_max else 'randomized' if n <= _LANDMARKS_ABOVE else 'landmarks'
@@ -712,7 +712,7 @@ def audit_best_response(
                           f"{need / 2**20:.0f} MiB, above MEMORY_BUDGET ({checks.MEMORY_BUDGET / 2**20:.0f} MiB)")
     E = kernel.features(Y) - Pm
     n = pred.n
-    w = _check_weights(weights, n)
+    w = _check_signed_weights(weights, n)
     rng = np.random.default_rng(seed)
     best, bestU, bestG = -1.0, None, None
     for _ in range(n_starts):

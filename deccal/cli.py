@@ -19,7 +19,7 @@ from .zhao import ZhaoDeCal
 
 
 # %% auto #0
-__all__ = ['KINDS', 'read_array', 'read_predictions', 'make_kernel', 'save_embedding', 'load_embedding', 'cmd_audit',
+__all__ = ['KINDS', 'read_array', 'read_predictions', 'kernel_from_options', 'save_embedding', 'load_embedding', 'cmd_audit',
            'cmd_calibrate', 'cmd_transform', 'demo_data', 'run_demo', 'parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #9c80478f
@@ -103,7 +103,7 @@ def read_predictions(spec:str,          # the predictions' file
 
 
 # %% ../nbs/90_cli.ipynb #b12b0fec
-def make_kernel(name:str,        # a name in `deccal.kernels.KERNELS` (--kernel)
+def kernel_from_options(name:str,        # a name in `deccal.kernels.KERNELS` (--kernel)
                 gamma:float=1.0, # rbf and laplacian: inverse length scale (--gamma)
                 degree:int=2,    # poly: degree (--degree)
                 c:float=1.0,     # poly: offset (--c)
@@ -168,7 +168,7 @@ def _npz_output(path, what):
 def cmd_audit(a) -> dict:
     "deccal audit: the ERM auditor on a user's predictions and outcomes."
     if a.report is not None: check_output_path(a.report, '--report')
-    k = make_kernel(a.kernel, a.gamma, a.degree, a.c)
+    k = kernel_from_options(a.kernel, a.gamma, a.degree, a.c)
     pred, Y = read_predictions(a.pred, a.kind, a.classes), read_array(a.y, '--y')
     hold = _holdout(a)
     res = audit(pred, Y, k, n_actions=a.actions, beta=a.beta, R1=a.R1, seed=a.seed, holdout=hold, delta=a.delta,
@@ -181,7 +181,7 @@ def cmd_audit(a) -> dict:
 def cmd_calibrate(a):
     "deccal calibrate: fit DimFreeDeCal or ZhaoDeCal and save it."
     _npz_output(a.output, 'calibrator')
-    k = make_kernel(a.kernel, a.gamma, a.degree, a.c)
+    k = kernel_from_options(a.kernel, a.gamma, a.degree, a.c)
     pred, Y = read_predictions(a.pred, a.kind, a.classes), read_array(a.y, '--y')
     hold = _holdout(a)
     kw = dict(n_actions=a.actions, beta=a.beta, R1=a.R1, R2=a.R2, eps=a.eps, max_rounds=a.max_rounds,

@@ -58,7 +58,7 @@ def _check_costs(costs, C:int, n_costs, n_actions, random_state) -> np.ndarray:
         return np.random.default_rng(check_seed(random_state, 'random_state')).uniform(0, 1, (K, A, C))
     return cost_stack(costs, C)
 
-def _check_weight(sample_weight, n:int):
+def _normalized_weights(sample_weight, n:int):
     "The samples' weights, summing to 1 (equal weights for None)."
     w = check_sample_weight(sample_weight, n, 'y_true')
     return w / w.sum()
@@ -92,7 +92,7 @@ def decision_calibration_gaps(
     n, C = P.shape
     R = _check_costs(costs, C, n_costs, n_actions, random_state)
     if beta is not None: beta = check_positive(beta, 'beta')
-    w = _check_weight(sample_weight, n)
+    w = _normalized_weights(sample_weight, n)
     K, A, _ = R.shape
     out = np.empty(K)
     for k0, k1 in row_blocks(K, 8.0 * 4 * n * A):   # blocks of decision makers, a few (block, n, A) arrays at a time

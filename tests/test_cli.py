@@ -64,9 +64,9 @@ def test_a_bug_keeps_its_traceback(files, monkeypatch):
     (lambda d: cli.read_predictions(d / 'p.csv', 'probs', d / 'classes2.csv'), '--classes'),
     (lambda d: cli.read_predictions(d / 'p_bad.csv', 'probs', d / 'classes.csv', '--holdout-pred'), '--holdout-pred'),
     (lambda d: cli.read_array(d / 'missing.csv', '--y'), '--y'),
-    (lambda d: cli.make_kernel('rbf', gamma=-1.0), '--gamma'),
-    (lambda d: cli.make_kernel('poly', degree=0), '--degree'),
-    (lambda d: cli.make_kernel('gauss'), '--kernel'),
+    (lambda d: cli.kernel_from_options('rbf', gamma=-1.0), '--gamma'),
+    (lambda d: cli.kernel_from_options('poly', degree=0), '--degree'),
+    (lambda d: cli.kernel_from_options('gauss'), '--kernel'),
 ])
 def test_errors_carry_the_option(files, call, option):
     "An error the command re-labels is a DeccalError whose `arg` is the option."
@@ -231,14 +231,14 @@ def test_kernels_come_from_the_registry(monkeypatch):
     "A kernel added to deccal.kernels.KERNELS is a --kernel choice and is listed in the help."
     reg = dict(getattr(kernels, 'KERNELS', {}), lin2=kernels.Linear)
     monkeypatch.setattr(kernels, 'KERNELS', reg, raising=False)
-    assert isinstance(cli.make_kernel('lin2'), kernels.Linear)
+    assert isinstance(cli.kernel_from_options('lin2'), kernels.Linear)
     h = cli.parser()._subparsers._group_actions[0].choices['audit'].format_help()
     assert 'lin2' in ' '.join(h.split())
 
 
 def test_only_the_kernels_own_options_are_passed(files):
-    assert cli.make_kernel('poly', gamma=-1.0, degree=3, c=0.5).get_params() == {'degree': 3, 'c': 0.5}
-    assert cli.make_kernel('laplacian', gamma=0.5, degree=-4).get_params() == {'gamma': 0.5}
+    assert cli.kernel_from_options('poly', gamma=-1.0, degree=3, c=0.5).get_params() == {'degree': 3, 'c': 0.5}
+    assert cli.kernel_from_options('laplacian', gamma=0.5, degree=-4).get_params() == {'gamma': 0.5}
     rc, out, err = run('audit', *AUDIT_ARGS(files), '--kernel', 'rbf', '--gamma', -1, '--quiet')
     assert rc == 2 and one_line(err).startswith('deccal: error: --gamma: ')
 

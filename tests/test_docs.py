@@ -195,12 +195,13 @@ def _public_methods():
     for cname in deccal.__all__:
         cls = getattr(deccal, cname)
         if not inspect.isclass(cls) or issubclass(cls, BaseException): continue
-        mod = importlib.import_module(cls.__module__)
-        m = re.search(r'File to edit: \.\./nbs/(\S+\.ipynb)', Path(mod.__file__).read_text(encoding='utf-8'))
         for name, v in vars(cls).items():
             if name.startswith('_') or isinstance(v, property): continue
             f = v.__func__ if isinstance(v, (classmethod, staticmethod)) else v
-            if inspect.isfunction(f) and f.__module__.startswith('deccal'): out.append((cname, name, m.group(1)))
+            if not (inspect.isfunction(f) and f.__module__.startswith('deccal')): continue
+            mod = importlib.import_module(f.__module__)      # where the method is defined (a @patch may be elsewhere)
+            m = re.search(r'File to edit: \.\./nbs/(\S+\.ipynb)', Path(mod.__file__).read_text(encoding='utf-8'))
+            out.append((cname, name, m.group(1)))
     return out
 
 
