@@ -25,12 +25,13 @@ class DeccalError(ValueError):
         super().__init__(f"{self.arg}: {self.message}")
     def __reduce__(self): return (type(self), (self.arg, self.message))
 
+# %% ../nbs/00_checks.ipynb #eaae766c
 class DeccalTypeError(DeccalError, TypeError):
     "An argument of the wrong type (also a `ValueError`, as every deccal input error is)."
 
+# %% ../nbs/00_checks.ipynb #162f5ba4
 class NotFittedError(DeccalError, AttributeError):
     "A method that needs a fitted estimator was called before `fit` (a `ValueError` and an `AttributeError`)."
-
 
 # %% ../nbs/00_checks.ipynb #ac12608f
 def check_array(x,                 # the value to check
@@ -97,6 +98,7 @@ def check_number(x,                # the value to check
         raise DeccalError(name, f"must lie in {iv}, got {x!r}")
     return v
 
+# %% ../nbs/00_checks.ipynb #eb15327b
 def check_positive(x,          # the value to check
                    name:str,   # the argument's name
                    ) -> float:
@@ -119,17 +121,20 @@ def check_int(x,               # the value to check
         raise DeccalError(name, f"must be an integer{rng}, got {x!r}")
     return v
 
+# %% ../nbs/00_checks.ipynb #5635755b
 def check_seed(seed,                # the seed: an integer >= 0
                name:str='seed',     # the argument's name
               ) -> int:
     "Check a random seed: an integer >= 0 (what `np.random.default_rng` accepts as entropy)."
     return check_int(seed, name, 0)
 
+# %% ../nbs/00_checks.ipynb #a0293363
 def check_bool(x, name:str) -> bool:
     "Check that `x` is True or False (Python or NumPy)."
     if not isinstance(x, (bool, np.bool_)): raise DeccalTypeError(name, f"must be True or False, got {x!r}")
     return bool(x)
 
+# %% ../nbs/00_checks.ipynb #602ea9fb
 def check_choice(x, name:str, choices:tuple):
     "Check that `x` is one of `choices`."
     if not any(x is c or (type(x) is type(c) and x == c) for c in choices):
@@ -192,6 +197,7 @@ def check_output_path(path,             # the file to be written
     if not p.parent.is_dir(): raise DeccalError(name, f"folder {str(p.parent)!r} does not exist")
     return p
 
+# %% ../nbs/00_checks.ipynb #cdaa5541
 def _plain_mode(p:Path) -> int:
     "The permission bits `open(p, 'w')` would leave: those of an existing file, else 0o666 less the umask."
     try: return p.stat().st_mode & 0o7777
@@ -199,6 +205,7 @@ def _plain_mode(p:Path) -> int:
     um = os.umask(0o022); os.umask(um)
     return 0o666 & ~um
 
+# %% ../nbs/00_checks.ipynb #14aec594
 def atomic_write(path,              # the file to write
                  write,             # function(f): writes the contents to the binary file object f
                  name:str='path',   # the argument's name, for errors
@@ -299,6 +306,7 @@ def patch(f=None, *,
     if f is None: return lambda g: _patch_to(g, cls_method, static_method, sys._getframe(1).f_globals)
     return _patch_to(f, cls_method, static_method, sys._getframe(1).f_globals)
 
+# %% ../nbs/00_checks.ipynb #4d0bc720
 def _patch_to(f, cls_method, static_method, glb):
     import inspect
     first = next(iter(inspect.signature(f).parameters), None)

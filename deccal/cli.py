@@ -27,6 +27,7 @@ def _relabel(e:DeccalError, arg:str, prefix:str='') -> DeccalError:
     "The same error (same class) reported under the command-line option `arg`."
     return type(e)(arg, prefix + e.message)
 
+# %% ../nbs/90_cli.ipynb #c29a0283
 def read_array(spec:str,   # FILE.npz, FILE.npz:KEY or FILE.csv
                name:str,   # the option it came from, for messages
               ) -> np.ndarray:
@@ -72,7 +73,6 @@ def read_array(spec:str,   # FILE.npz, FILE.npz:KEY or FILE.csv
     if not np.all(np.isfinite(a)):
         raise DeccalError(name, f"{path!r} contains {int(np.size(a) - np.isfinite(a).sum())} NaN or infinite value(s)")
     return a
-
 
 # %% ../nbs/90_cli.ipynb #e755209a
 KINDS = ('points', 'samples', 'probs')
@@ -126,6 +126,7 @@ def save_embedding(path,              # the .npz file to write
     return atomic_write(path, lambda f: np.savez(f, format=np.array('deccal-embedding'), Z=pred.Z, W=pred.W, V=pred.V,
                                                  theta=pred.theta, gamma=pred.gamma), name)
 
+# %% ../nbs/90_cli.ipynb #e94652b4
 def load_embedding(path) -> Embedding:
     "Load predictions saved by `save_embedding` (or `deccal transform`)."
     try:
@@ -135,7 +136,6 @@ def load_embedding(path) -> Embedding:
     except FileNotFoundError: raise DeccalError('path', f"no such file {str(path)!r}") from None
     except Exception as e:
         raise DeccalError('path', f"{str(path)!r} is not a deccal predictions file ({type(e).__name__}: {e})") from None
-
 
 # %% ../nbs/90_cli.ipynb #7b90acc2
 def _audit_summary(res) -> dict:
@@ -147,10 +147,12 @@ def _audit_summary(res) -> dict:
                    holdout_hoeffding_ci=list(res.holdout_ci), holdout_normal_ci=list(res.holdout_normal_ci))
     return out
 
+# %% ../nbs/90_cli.ipynb #02267222
 def _write_json(path, obj, name='path'):
     "Write `obj` as JSON to `path`, whole or not at all."
     return atomic_write(path, lambda f: f.write(json.dumps(obj, indent=2, default=float).encode()), name)
 
+# %% ../nbs/90_cli.ipynb #3ea2c51c
 def _holdout(a):
     "The held-out predictions and outcomes given with --holdout-pred/--holdout-y, or None."
     if (a.holdout_pred is None) != (a.holdout_y is None):
@@ -159,12 +161,14 @@ def _holdout(a):
     if a.holdout_pred is None: return None
     return read_predictions(a.holdout_pred, a.kind, a.classes, '--holdout-pred'), read_array(a.holdout_y, '--holdout-y')
 
+# %% ../nbs/90_cli.ipynb #5e9c3ea1
 def _npz_output(path, what):
     "Check --output before any work: a writable place for a file whose name ends in .npz."
     check_output_path(path, '--output')
     if not str(path).endswith('.npz'):
         raise DeccalError('--output', f"the {what} file must end in .npz, got {str(path)!r}")
 
+# %% ../nbs/90_cli.ipynb #63f9baa8
 def cmd_audit(a) -> dict:
     "deccal audit: the ERM auditor on a user's predictions and outcomes."
     if a.report is not None: check_output_path(a.report, '--report')
@@ -178,6 +182,7 @@ def cmd_audit(a) -> dict:
     if a.report is not None: _write_json(a.report, rep, '--report'); print(f"wrote {a.report}")
     return rep
 
+# %% ../nbs/90_cli.ipynb #c59a46c7
 def cmd_calibrate(a):
     "deccal calibrate: fit DimFreeDeCal or ZhaoDeCal and save it."
     _npz_output(a.output, 'calibrator')
@@ -205,6 +210,7 @@ def cmd_calibrate(a):
     print(f"wrote {a.output}")
     return cal
 
+# %% ../nbs/90_cli.ipynb #76985627
 def cmd_transform(a):
     "deccal transform: apply a saved calibrator to new predictions."
     _npz_output(a.output, 'predictions')
@@ -216,7 +222,6 @@ def cmd_transform(a):
     save_embedding(a.output, out, '--output')
     print(f"{out.n} calibrated predictions written to {a.output} (load them with deccal.cli.load_embedding)")
     return out
-
 
 # %% ../nbs/90_cli.ipynb #4d9e9c48
 def demo_data(n:int=4000,     # number of contexts
@@ -244,6 +249,7 @@ def _evaluate(name, pred, Y, types, beta, kernel, R1, n_actions, seed, audit_set
                 types_max_decce=max(p[2] for p in pairs), types_max_regret=max(p[3] for p in pairs if p[0] != p[1]),
                 types=[dict(type=i, acts_as=j, decce=e, regret=r) for i, j, e, r in pairs]), res
 
+# %% ../nbs/90_cli.ipynb #474ad10e
 def run_demo(n:int=3000,          # consumers (split 40% fit, 30% audit, 30% test)
              d:int=3,             # goods
              n_actions:int=4,     # offers
@@ -299,6 +305,7 @@ def run_demo(n:int=3000,          # consumers (split 40% fit, 30% audit, 30% tes
     print(f"done in {report['seconds']:.1f} s", file=out)
     return report
 
+# %% ../nbs/90_cli.ipynb #207da764
 def _check_folder(path, name:str) -> Path:
     "Check, before any work, that `path` is a folder or can be made one (no file in its place or above it)."
     if not isinstance(path, (str, os.PathLike)) or str(path) == '':
@@ -309,12 +316,14 @@ def _check_folder(path, name:str) -> Path:
         raise DeccalError(name, f"{str(path)!r} is not a folder" + ('' if q == p else f" ({str(q)!r} is a file)"))
     return p
 
+# %% ../nbs/90_cli.ipynb #402818dd
 def _save_figure(fig, path):
     "Write a Matplotlib figure as PNG, whole or not at all, and close it."
     import matplotlib.pyplot as plt
     try: atomic_write(path, lambda f: fig.savefig(f, format='png', dpi=100), 'out_dir')
     finally: plt.close(fig)
 
+# %% ../nbs/90_cli.ipynb #16df0d65
 def _demo_figures(outp, cals, preds, Yt, base_audit, beta):
     import matplotlib; matplotlib.use('Agg')
     import matplotlib.pyplot as plt
@@ -343,6 +352,7 @@ def _say(line:str):
     try: s.write(line + '\n'); s.flush()
     except (AttributeError, OSError, ValueError): pass
 
+# %% ../nbs/90_cli.ipynb #61176b3c
 class _Parser(argparse.ArgumentParser):
     "argparse with one-line errors: `deccal: error: ...` and exit status 2."
     def error(self, message):
@@ -350,6 +360,7 @@ class _Parser(argparse.ArgumentParser):
         _say(f"deccal: error: {message} (see deccal {cmd} --help)".replace('  ', ' '))
         raise SystemExit(2)
 
+# %% ../nbs/90_cli.ipynb #927ee9f4
 def _common(p):
     "Options shared by audit and calibrate."
     F = p.add_argument
@@ -371,6 +382,7 @@ def _common(p):
     F('--holdout-y', help='held-out outcomes (optional, with --holdout-pred)')
     F('--quiet', action='store_true', help='no progress bars')
 
+# %% ../nbs/90_cli.ipynb #eee4865f
 def parser() -> argparse.ArgumentParser:
     "The `deccal` command's argument parser."
     fmt = argparse.ArgumentDefaultsHelpFormatter
@@ -425,6 +437,7 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument('--output', required=True, help='file to write the calibrated predictions to (.npz)')
     return p
 
+# %% ../nbs/90_cli.ipynb #d02e8d4a
 def _run(a):
     "Run the parsed command `a`."
     if a.cmd == 'demo':
@@ -439,13 +452,16 @@ def _run(a):
     elif a.cmd == 'calibrate': cmd_calibrate(a)
     else: cmd_transform(a)
 
+# %% ../nbs/90_cli.ipynb #25faeed0
 class _Terminated(SystemExit):
     "SIGTERM, raised where the program is, so that the code on the way out runs (a half-written file is removed)."
 
+# %% ../nbs/90_cli.ipynb #ca3091aa
 def _on_sigterm(signum, frame):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)     # a second SIGTERM must not cut the cleanup short
     raise _Terminated(143)
 
+# %% ../nbs/90_cli.ipynb #baf1ee3b
 # the library's parameters and the options that set them: an error about `beta` is reported as one about `--beta`
 _OPTION_OF = dict(n_actions='--actions', beta='--beta', R1='--R1', R2='--R2', eps='--eps', seed='--seed',
                   max_rounds='--max-rounds', validation_fraction='--validation-fraction',
@@ -459,6 +475,7 @@ def _error_line(e:DeccalError) -> str:
     text = f"{opt}: {e.message}" if opt else str(e)
     return f"deccal: error: {(text.splitlines() or [''])[0]}"
 
+# %% ../nbs/90_cli.ipynb #f081165d
 def main(argv:list=None, # the arguments (default: the command line)
         ) -> int:        # the exit status
     "The `deccal` console script: 0 on success; 2 on bad input, 130 on Ctrl-C, 143 on SIGTERM, with a line on stderr."
@@ -474,4 +491,3 @@ def main(argv:list=None, # the arguments (default: the command line)
     finally:
         if here: signal.signal(signal.SIGTERM, signal.SIG_DFL if old is None else old)
     return 0
-

@@ -30,11 +30,13 @@ def _softmin_rows(F, beta, out):
             s += e
         for a in range(A): out[i, a] /= s
 
+# %% ../nbs/04_decisions.ipynb #b6af4e92
 def _check_F(F):
     F = check_array(F, 'F', ndim=2)
     if F.shape[1] == 0: raise DeccalError('F', "needs at least one action (column)")
     return F
 
+# %% ../nbs/04_decisions.ipynb #3f306ebb
 def quantal_response(F,            # (n, A) loss estimates f(x_i, a, l)
                      beta:float,   # temperature > 0; large beta approaches the best response
                     ) -> np.ndarray: # (n, A) action probabilities
@@ -44,6 +46,7 @@ def quantal_response(F,            # (n, A) loss estimates f(x_i, a, l)
     _softmin_rows(F, beta, out)
     return out
 
+# %% ../nbs/04_decisions.ipynb #9d934350
 def best_response(F) -> np.ndarray: # (n, A) one-hot rows
     "The optimal decision rule: all mass on argmin_a F[i, a] (lowest index on ties)."
     F = _check_F(F)
@@ -51,6 +54,7 @@ def best_response(F) -> np.ndarray: # (n, A) one-hot rows
     out[np.arange(len(F)), F.argmin(1)] = 1.0
     return out
 
+# %% ../nbs/04_decisions.ipynb #7e2ce07b
 def decision_rule(F,              # (n, A) loss estimates
                   beta:float=None,# temperature, or None for the best response
                  ) -> np.ndarray:
@@ -85,6 +89,7 @@ def gap_function(pred:Embedding,    # predictions p(x_i)
     k = decision_rule(pred.loss_estimates(rule_loss), beta)
     return np.einsum('ia,ia->i', loss.value(Y) - pred.loss_estimates(loss), k)
 
+# %% ../nbs/04_decisions.ipynb #b8a3b2f9
 def decision_calibration_error(pred:Embedding, # predictions p(x_i)
                                Y,              # (n, d) realized outcomes
                                loss:Loss,      # l
@@ -100,6 +105,7 @@ def expected_loss(pred:Embedding, Y, loss:Loss, rule_loss:Loss, beta:float=None)
     Y = check_pair(pred, Y, loss, rule_loss)
     return float(np.einsum('ia,ia->i', loss.value(Y), decision_rule(pred.loss_estimates(rule_loss), beta)).mean())
 
+# %% ../nbs/04_decisions.ipynb #d396f760
 def no_type_regret(pred:Embedding, # predictions
                    Y,              # (n, d) realized outcomes
                    loss:Loss,      # the decision maker's true loss l

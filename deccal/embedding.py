@@ -67,6 +67,7 @@ def from_points(cls:Embedding, Y_hat): # (n, d) point forecasts, or (n,) for d =
     Y_hat = as_points(Y_hat, 'Y_hat')
     return cls(Y_hat[:, None, :], np.ones((len(Y_hat), 1)))
 
+# %% ../nbs/03_embedding.ipynb #d67a757e
 @patch(cls_method=True)
 def from_samples(cls:Embedding, S,          # (n, B, d) samples or ensemble members per context, or (n, B) for d = 1
                   weights=None,    # (n, B) weights (default 1/B each)
@@ -82,6 +83,7 @@ def from_samples(cls:Embedding, S,          # (n, B, d) samples or ensemble memb
     if W.shape != S.shape[:2]: raise DeccalError('weights', f"shape {W.shape}, expected {S.shape[:2]}")
     return cls(S, W)
 
+# %% ../nbs/03_embedding.ipynb #c4b952fd
 @patch(cls_method=True)
 def from_probs(cls:Embedding, P,           # (n, C) class probabilities, rows summing to 1
                 classes=None,     # (C, d) the outcome vector of each class (default: one-hot, d = C)
@@ -168,6 +170,7 @@ def evaluate(self:Embedding, kernel:Kernel,
                 del K, own              # before the next tile's block is allocated
     return out
 
+# %% ../nbs/03_embedding.ipynb #344961b3
 @patch
 def evaluate_paired(self:Embedding, kernel:Kernel,
                      Y,   # (n, d) one point per prediction
@@ -188,6 +191,7 @@ def evaluate_paired(self:Embedding, kernel:Kernel,
             out[i0:i1] += self.gamma[i0:i1] * np.einsum('ib,ib->i', self.W[i0:i1], K)
     return out
 
+# %% ../nbs/03_embedding.ipynb #dedf6fc1
 @patch
 def inner(self:Embedding, kernel:Kernel,
            other:Embedding=None,  # another set of predictions (default: self)
@@ -233,6 +237,7 @@ def inner(self:Embedding, kernel:Kernel,
                 else: np.matmul(T, q.theta.T, out=out[i0:i1])
     return out
 
+# %% ../nbs/03_embedding.ipynb #73ca46c6
 @patch
 def sq_norms(self:Embedding, kernel:Kernel) -> np.ndarray:
     "||p(x_i)||^2 in the RKHS: shape (n,)."
@@ -272,6 +277,7 @@ def sq_norms(self:Embedding, kernel:Kernel) -> np.ndarray:
                 out[i] += 2 * self.gamma[i] * s
     return out
 
+# %% ../nbs/03_embedding.ipynb #b4499116
 @patch
 def sq_error(self:Embedding, kernel:Kernel,
               Y,   # (n, d) realized outcomes
@@ -292,6 +298,7 @@ def patch(self:Embedding,
     if theta.shape != (self.n, len(V)): raise DeccalError('theta', f"shape {theta.shape}, expected {(self.n, len(V))}")
     return Embedding(self.Z, self.W, np.vstack([self.V, V]), np.hstack([self.theta, theta]), self.gamma)
 
+# %% ../nbs/03_embedding.ipynb #ad503146
 @patch
 def scale(self:Embedding, s) -> Embedding:
     "s_i * p(x_i), as a new Embedding (`s` a number or an (n,) array)."
@@ -301,6 +308,7 @@ def scale(self:Embedding, s) -> Embedding:
     s = np.broadcast_to(s, (self.n,))
     return Embedding(self.Z, self.W, self.V, self.theta * s[:, None], self.gamma * s)
 
+# %% ../nbs/03_embedding.ipynb #85a9bf08
 @patch
 def project(self:Embedding, kernel:Kernel,
              radius:float,  # R2: the radius of the ball

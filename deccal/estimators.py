@@ -40,11 +40,13 @@ def _seed(random_state) -> int:
         return int(check_random_state(random_state).randint(0, 2**31 - 1))
     return int(random_state)
 
+# %% ../nbs/85_estimators.ipynb #1e227c77
 def _calibrator(method:str, kernel:Kernel, **kw) -> DimFreeDeCal:
     "The calibrator of `method`: DimFreeDeCal with the line-search step, or the regularized ZhaoDeCal."
     if method == 'dimfree': return DimFreeDeCal(kernel, step='line-search', **kw)
     return ZhaoDeCal(kernel, **kw)
 
+# %% ../nbs/85_estimators.ipynb #3a95b69e
 def _fit_params(est, sample_weight) -> dict:
     "sample_weight for the base estimator's fit, if it accepts one (a warning if it does not)."
     if sample_weight is None: return {}
@@ -52,6 +54,7 @@ def _fit_params(est, sample_weight) -> dict:
     warnings.warn(f"{type(est).__name__}.fit does not accept sample_weight: the weights are ignored", UserWarning)
     return {}
 
+# %% ../nbs/85_estimators.ipynb #6a386a4a
 class _Target(NamedTuple):
     "What a subclass's `_target` hands the shared `fit`: outcomes, kernel, settled defaults, how to predict."
     Y: np.ndarray          # (n, d) the outcomes the calibrator fits (one-hot labels for the classifier)
@@ -200,6 +203,7 @@ def _defaults(C:int, costs, n_actions, beta, R1, eps) -> tuple:
     eps_ = 0.01 * R1_ if eps is None else eps
     return costs, A, R1_, float(beta_), float(eps_)
 
+# %% ../nbs/85_estimators.ipynb #ac759fde
 @patch
 def _target(self:DecisionCalibratedClassifier, est, y) -> _Target:
     "The labels as one-hot outcomes (columns in the order of `classes_`), the linear kernel, the defaults."
@@ -216,12 +220,14 @@ def _target(self:DecisionCalibratedClassifier, est, y) -> _Target:
     Y = np.eye(C)[order[np.searchsorted(classes[order], y)]]
     return _Target(Y, Linear(), A, R1, beta, eps, lambda est, X: est.predict_proba(X), dict(classes_=classes))
 
+# %% ../nbs/85_estimators.ipynb #7415b0ae
 @patch
 def _out_of_fold(self:DecisionCalibratedClassifier, est, Xb, Xv, y, params:dict, predict) -> np.ndarray:
     "The out-of-fold probabilities of clones of `est` on the `cv` folds (stratified for an int)."
     return cross_val_predict(clone(est), Xb, y, cv=check_cv(self.cv, y, classifier=True), method='predict_proba',
                              params=params)
 
+# %% ../nbs/85_estimators.ipynb #39acbd51
 @patch
 def _embed(self:DecisionCalibratedClassifier, P) -> Embedding: return Embedding.from_probs(P, atol=1e-4)
 
@@ -242,16 +248,19 @@ def project_simplex(V, # (n, C) vectors
 class _NotFittedError(NotFittedError, sklearn.exceptions.NotFittedError):
     "deccal's NotFittedError that is also scikit-learn's (what its `check_is_fitted` and estimator checks expect)."
 
+# %% ../nbs/85_estimators.ipynb #0818ff1d
 def _check_fitted(est):
     "A NotFittedError (deccal's and scikit-learn's: a ValueError and an AttributeError) for an unfitted estimator."
     if not hasattr(est, 'calibrator_'):
         raise _NotFittedError(type(est).__name__, "this estimator is not fitted yet: call fit(X, y) first")
 
+# %% ../nbs/85_estimators.ipynb #56c596e2
 def _check_X(est, X):
     "Check X against the fitted data (number of features, feature names); a DataFrame is passed on as it is."
     Xv = validate_data(est, X, reset=False, accept_sparse=['csr', 'csc'], dtype=None, ensure_all_finite=False)
     return X if hasattr(X, 'iloc') else Xv
 
+# %% ../nbs/85_estimators.ipynb #4f8822b1
 @patch
 def calibrated_vectors(self:DecisionCalibratedClassifier,
                        X, # (n, n_features) features
@@ -261,6 +270,7 @@ def calibrated_vectors(self:DecisionCalibratedClassifier,
     P = self.estimator_.predict_proba(_check_X(self, X))
     return explicit_predictions(self.calibrator_.transform(self._embed(P)), Linear())
 
+# %% ../nbs/85_estimators.ipynb #ac213d78
 @patch
 def predict_proba(self:DecisionCalibratedClassifier,
                   X, # (n, n_features) features
@@ -268,6 +278,7 @@ def predict_proba(self:DecisionCalibratedClassifier,
     "Valid probabilities: the Euclidean projection of `calibrated_vectors(X)` onto the probability simplex."
     return project_simplex(self.calibrated_vectors(X))
 
+# %% ../nbs/85_estimators.ipynb #7fea59bc
 @patch
 def predict(self:DecisionCalibratedClassifier,
             X, # (n, n_features) features
@@ -288,6 +299,7 @@ def _cost_matrix(costs, C:int) -> np.ndarray:
         raise DeccalError('costs', f"has {a.shape[1]} columns (one per class) but there are {C} classes")
     return a
 
+# %% ../nbs/85_estimators.ipynb #dbbfc488
 @patch
 def predict_loss(self:DecisionCalibratedClassifier,
                  X,      # (n, n_features) features
@@ -300,6 +312,7 @@ def predict_loss(self:DecisionCalibratedClassifier,
     R = _cost_matrix(costs, len(self.classes_))
     return self.calibrated_vectors(X) @ R.T
 
+# %% ../nbs/85_estimators.ipynb #fc3ef70e
 @patch
 def predict_action(self:DecisionCalibratedClassifier,
                    X,      # (n, n_features) features
@@ -369,6 +382,7 @@ def median_heuristic(Y, # (n, d) outcomes (or (n,))
     d2 = d2[d2 > 0]
     return 1.0 / float(np.median(d2)) if len(d2) else 1.0
 
+# %% ../nbs/85_estimators.ipynb #96f0e087
 def _check_losses(losses) -> list:
     "The known decision makers' losses as a list of deccal Losses in one kernel, one number of actions ([] for None)."
     if losses is None: return []
@@ -382,6 +396,7 @@ def _check_losses(losses) -> list:
                                     "give losses with one number of actions")
     return ls
 
+# %% ../nbs/85_estimators.ipynb #9a352ca2
 def _check_kernel(kernel, Y, losses:list) -> Kernel:
     "The kernel: as given (an object or a registry name), else the losses', else RBF with the median heuristic on Y."
     if kernel is None: k = losses[0].kernel if losses else RBF(median_heuristic(Y))
@@ -390,6 +405,7 @@ def _check_kernel(kernel, Y, losses:list) -> Kernel:
         raise DeccalError('kernel', f"{k!r} differs from the kernel of the losses, {losses[0].kernel!r}")
     return k
 
+# %% ../nbs/85_estimators.ipynb #8fff65fc
 def _regressor_defaults(losses:list, Y, kernel:Kernel, n_actions, beta, R1, eps) -> tuple:
     "The rules: A and R1 from `losses` (else 2 and 1); R2 = max ||phi(y_i)||; beta = 10 / (R1 R2); eps = 0.01 R1 R2."
     if losses:
@@ -408,11 +424,13 @@ def _regressor_defaults(losses:list, Y, kernel:Kernel, n_actions, beta, R1, eps)
     eps_ = 0.01 * R1_ * R2 if eps is None else eps
     return A, R1_, float(beta_), float(eps_), R2
 
+# %% ../nbs/85_estimators.ipynb #db176f58
 def _takes_std(est) -> bool:
     "Whether est.predict accepts return_std (GaussianProcessRegressor, BayesianRidge, ARDRegression)."
     try: return 'return_std' in inspect.signature(est.predict).parameters
     except (TypeError, ValueError): return False
 
+# %% ../nbs/85_estimators.ipynb #062174de
 def _base_predictions(est, X, kernel:Kernel, d:int, n_samples:int) -> np.ndarray:
     "The base model's predictions as atoms (n, B, d): a point or n_samples Gaussian quantiles (in [0, 1] for min)."
     if n_samples and d == 1 and _takes_std(est):
@@ -438,6 +456,7 @@ def _target(self:DecisionCalibratedRegressor, est, y) -> _Target:
     predict = lambda est, X: _base_predictions(est, X, kernel, d, n_samples)
     return _Target(Y, kernel, A, R1, beta, eps, predict, dict(kernel_=kernel, R2_=R2))
 
+# %% ../nbs/85_estimators.ipynb #9c6d89b9
 @patch
 def _out_of_fold(self:DecisionCalibratedRegressor, est, Xb, Xv, y, params:dict, predict) -> np.ndarray:
     "The out-of-fold predictions (n, B, d) of clones of `est` fitted on the `cv` folds; every point needs one."
@@ -450,6 +469,7 @@ def _out_of_fold(self:DecisionCalibratedRegressor, est, Xb, Xv, y, params:dict, 
                                 "out-of-fold prediction")
     return np.stack([parts[i] for i in range(len(y))])
 
+# %% ../nbs/85_estimators.ipynb #a791a0f1
 @patch
 def _embed(self:DecisionCalibratedRegressor, Z) -> Embedding: return Embedding.from_samples(Z)
 
@@ -464,6 +484,7 @@ def calibrated_embedding(self:DecisionCalibratedRegressor,
     Z = _base_predictions(self.estimator_, _check_X(self, X), self.kernel_, d, self.n_samples)
     return self.calibrator_.transform(self._embed(Z))
 
+# %% ../nbs/85_estimators.ipynb #07833d10
 @patch
 def predict_loss(self:DecisionCalibratedRegressor,  # noqa: F811
                  X,           # (n, n_features) features
@@ -479,6 +500,7 @@ def predict_loss(self:DecisionCalibratedRegressor,  # noqa: F811
                                   f"in, {self.kernel_!r}: fit with kernel={loss.kernel!r}")
     return self.calibrated_embedding(X).loss_estimates(loss)
 
+# %% ../nbs/85_estimators.ipynb #6e6eb829
 @patch
 def predict_action(self:DecisionCalibratedRegressor,  # noqa: F811
                    X,          # (n, n_features) features
@@ -487,6 +509,7 @@ def predict_action(self:DecisionCalibratedRegressor,  # noqa: F811
     "The action of least estimated loss (the best response to `predict_loss`)."
     return np.argmin(self.predict_loss(X, loss), axis=1)
 
+# %% ../nbs/85_estimators.ipynb #2b92fb54
 @patch
 def predict(self:DecisionCalibratedRegressor,  # noqa: F811
             X, # (n, n_features) features

@@ -25,6 +25,7 @@ def _bits_to_float(typingctx, x):
         return builder.bitcast(args[0], context.get_value_type(types.float64))
     return types.float64(types.int64), codegen
 
+# %% ../nbs/01_kernels.ipynb #1fc34447
 @intrinsic
 def _float_to_bits(typingctx, x):
     "Reinterpret the bits of a float64 as an int64 (in registers)."
@@ -32,6 +33,7 @@ def _float_to_bits(typingctx, x):
         return builder.bitcast(args[0], context.get_value_type(types.int64))
     return types.int64(types.float64), codegen
 
+# %% ../nbs/01_kernels.ipynb #64b363db
 _LOG2E = 1.4426950408889634
 _LN2_HI = 0.6931471803691238   # ln 2 rounded to 32 bits of mantissa: k * _LN2_HI is exact
 _LN2_LO = 1.9082149292705877e-10
@@ -85,6 +87,7 @@ def _transform(kind, p0, p1, x):
             for _ in range(deg - 1): r *= y
             x[j] = r
 
+# %% ../nbs/01_kernels.ipynb #8dad74d6
 @nb.njit(cache=True)
 def _argument_row(kind, a, Bt, j0, out):
     "Kernel arguments of point `a` against columns j0 .. j0+len(out) of `Bt` (shape (d, M))."
@@ -127,6 +130,7 @@ def _argument_row(kind, a, Bt, j0, out):
             ak = a[k]
             for j in range(m): out[j] += ak * Bt[k, j0 + j]
 
+# %% ../nbs/01_kernels.ipynb #ce52df5d
 _ROW_BLOCK = 32     # rows that share one column block of B while it is in cache
 _SERIAL_MAX = 1 << 16   # outputs smaller than this are computed on the calling thread
 
@@ -142,18 +146,22 @@ def _gram_tile(kind, p0, p1, A, Bt, out, t):
             _argument_row(kind, A[i], Bt, j0, seg)
             _transform(kind, p0, p1, seg)
 
+# %% ../nbs/01_kernels.ipynb #f5cbd11d
 @nb.njit(parallel=True, cache=True)
 def _gram_parallel(kind, p0, p1, A, Bt, out):
     for t in nb.prange((out.shape[0] + _ROW_BLOCK - 1) // _ROW_BLOCK): _gram_tile(kind, p0, p1, A, Bt, out, t)
 
+# %% ../nbs/01_kernels.ipynb #54b7aca6
 @nb.njit(cache=True)
 def _gram_serial(kind, p0, p1, A, Bt, out):
     for t in range((out.shape[0] + _ROW_BLOCK - 1) // _ROW_BLOCK): _gram_tile(kind, p0, p1, A, Bt, out, t)
 
+# %% ../nbs/01_kernels.ipynb #3e5e8da6
 def _gram_kernel(kind, p0, p1, A, Bt, out):
     "Fill out[i, j] = K(A[i], B[j]) for B given transposed as Bt (d, M): in parallel tiles, or serially when small."
     (_gram_serial if out.size < _SERIAL_MAX else _gram_parallel)(kind, p0, p1, A, Bt, out)
 
+# %% ../nbs/01_kernels.ipynb #2bca6040
 @nb.njit(cache=True)
 def _paired_block(kind, p0, p1, A, B, out, b):
     "out[i] = K(A[i], B[i]) for the rows of block b."
@@ -174,14 +182,17 @@ def _paired_block(kind, p0, p1, A, B, out, b):
         out[i] = s
     _transform(kind, p0, p1, out[i0:i1])
 
+# %% ../nbs/01_kernels.ipynb #ecbe0e29
 @nb.njit(parallel=True, cache=True)
 def _paired_parallel(kind, p0, p1, A, B, out):
     for b in nb.prange((A.shape[0] + _COL_BLOCK - 1) // _COL_BLOCK): _paired_block(kind, p0, p1, A, B, out, b)
 
+# %% ../nbs/01_kernels.ipynb #8fe09c43
 @nb.njit(cache=True)
 def _paired_serial(kind, p0, p1, A, B, out):
     for b in range((A.shape[0] + _COL_BLOCK - 1) // _COL_BLOCK): _paired_block(kind, p0, p1, A, B, out, b)
 
+# %% ../nbs/01_kernels.ipynb #e83ad12d
 def _paired_kernel(kind, p0, p1, A, B, out):
     "out[i] = K(A[i], B[i]): in parallel blocks of rows, or serially when small."
     (_paired_serial if A.shape[0] < _SERIAL_MAX else _paired_parallel)(kind, p0, p1, A, B, out)
@@ -199,6 +210,7 @@ def _symmetrize(G):
             G[i, j] = v
             G[j, i] = v
 
+# %% ../nbs/01_kernels.ipynb #47a75d39
 @nb.njit(cache=True)
 def _finish_row(kind, p0, p1, out, a2, b2, i):
     "Turn the inner products of row i of `out` into kernel values in place (a2, b2: squared norms, for the RBF)."
@@ -209,18 +221,22 @@ def _finish_row(kind, p0, p1, out, a2, b2, i):
         for j in range(M): row[j] = max(ai + b2[j] - 2.0 * row[j], 0.0)
     for j0 in range(0, M, _COL_BLOCK): _transform(kind, p0, p1, row[j0:min(M, j0 + _COL_BLOCK)])
 
+# %% ../nbs/01_kernels.ipynb #303505c3
 @nb.njit(parallel=True, cache=True)
 def _finish_parallel(kind, p0, p1, out, a2, b2):
     for i in nb.prange(out.shape[0]): _finish_row(kind, p0, p1, out, a2, b2, i)
 
+# %% ../nbs/01_kernels.ipynb #5cd07708
 @nb.njit(cache=True)
 def _finish_serial(kind, p0, p1, out, a2, b2):
     for i in range(out.shape[0]): _finish_row(kind, p0, p1, out, a2, b2, i)
 
+# %% ../nbs/01_kernels.ipynb #b688e3cf
 def _finish_rows(kind, p0, p1, out, a2, b2):
     "Turn inner products in `out` into kernel values in place, in parallel rows or serially when small."
     (_finish_serial if out.size < _SERIAL_MAX else _finish_parallel)(kind, p0, p1, out, a2, b2)
 
+# %% ../nbs/01_kernels.ipynb #5680ad86
 def _blas_gram(kind, p0, p1, A, B, same:bool):
     "Gram matrix through a BLAS product and one fused Numba pass."
     out = np.empty((A.shape[0], B.shape[0]))
@@ -248,6 +264,7 @@ def _log_sq_norms(Y:np.ndarray) -> np.ndarray:
             out[bad] = 2 * np.log(s) + np.log(np.einsum('ij,ij->i', r, r))
     return out
 
+# %% ../nbs/01_kernels.ipynb #14aa80d3
 class Kernel:
     "A reproducing kernel on points of R^d, evaluated by Numba loops."
     _kind = None
@@ -341,6 +358,7 @@ class Linear(Kernel):
         "The explicit feature map phi(Y) = Y, shape (n, d)."
         return self.check(Y).copy()
 
+# %% ../nbs/01_kernels.ipynb #b9b2ea19
 class Polynomial(Kernel):
     "K(y, y') = (<y, y'> + c)^degree, with an explicit feature map of dimension C(d + degree, degree)."
     _kind = _POLY
@@ -390,6 +408,7 @@ class RBF(Kernel):
         return {'gamma': self.gamma}
     def __repr__(self): return f"RBF(gamma={self.gamma:g})"
 
+# %% ../nbs/01_kernels.ipynb #a97caf70
 class Laplacian(Kernel):
     "Laplacian kernel K(y, y') = exp(-gamma ||y - y'||_1)."
     _kind = _LAPLACE
@@ -499,6 +518,7 @@ def make_kernel(name:str,          # a key of `KERNELS`
         raise DeccalError('kernel', f"{name!r} {takes}; got {', '.join(extra)}")
     return cls(**p)
 
+# %% ../nbs/01_kernels.ipynb #a8e38520
 def kernel_spec(kernel:Kernel) -> tuple: # (name, params) with make_kernel(name, **params) == kernel
     "The name and parameters of a registered kernel, the inverse of `make_kernel`."
     if not isinstance(kernel, Kernel): raise DeccalTypeError('kernel', f"expected a deccal kernel, got {kernel!r}")

@@ -132,6 +132,7 @@ def _krr(G, F, ridge):
     "Coefficients (A, K) of kernel ridge regression of targets F (K, A) on Gram matrix G."
     return scipy.linalg.solve(G + ridge * len(G) * np.eye(len(G)), F, assume_a='pos').T
 
+# %% ../nbs/02_losses.ipynb #dc831f80
 def fit_loss(fn,                 # function: (n, d) array of outcomes -> (n, A) array of losses
              kernel:Kernel,      # the RKHS to approximate in
              points,             # (K, d) fitting points: the atoms of the result

@@ -24,6 +24,7 @@ def _check_tol(tol, name:str='tol') -> float:
     "A tolerance: a finite number >= 0 (NaN would turn every comparison with it False)."
     return check_number(tol, name, 0, lo_closed=True)
 
+# %% ../nbs/05_lower_bound.ipynb #4189bab4
 def _directions(P, tol):
     "Unit directions of P's nonzero rows, grouped: (D (m, d) distinct directions, each row's group, -1 for a zero row)."
     nrm = np.linalg.norm(P, axis=1)
@@ -37,6 +38,7 @@ def _directions(P, tol):
     inv[~zero] = g
     return U[first], inv
 
+# %% ../nbs/05_lower_bound.ipynb #ff0feaa6
 def _unique_rows(S):
     "The distinct rows of a 2-d array, in order of first appearance (hashing: much faster than np.unique(axis=0))."
     S = np.ascontiguousarray(S)
@@ -44,8 +46,10 @@ def _unique_rows(S):
     for i, b in enumerate(map(bytes, S)): seen.setdefault(b, i)
     return S[np.fromiter(seen.values(), int, len(seen))]
 
+# %% ../nbs/05_lower_bound.ipynb #391db209
 def _signs(X, tol): return np.where(X > tol, 1, np.where(X < -tol, -1, 0)).astype(np.int8)
 
+# %% ../nbs/05_lower_bound.ipynb #d4382898
 def _faces_low(Q, nz, tol):
     "Sign vectors of the faces of a central arrangement in a line (k = 1) or a plane (k = 2)."
     m, k = Q.shape
@@ -60,6 +64,7 @@ def _faces_low(Q, nz, tol):
         reps += [np.stack([np.cos(mid), np.sin(mid)], 1), perp, -perp]
     return _unique_rows(_signs(np.vstack(reps) @ Q.T, tol))
 
+# %% ../nbs/05_lower_bound.ipynb #94c803af
 def _faces(D, tol):
     "Sign vectors (F, m) in {-1, 0, 1} of all faces of the arrangement {r : <r, D_j> = 0}, r = 0 included."
     m, d = D.shape
@@ -85,6 +90,7 @@ def _faces(D, tol):
         return res
     return rec(np.eye(d))
 
+# %% ../nbs/05_lower_bound.ipynb #bdf67112
 def halfspace_splits(P,              # (n, d) points p(x_i)
                      tol:float=1e-9, # tolerance of the zero tests, on unit vectors
                     ) -> np.ndarray: # (F, n) bool: the distinct sets {i : <r, p_i> > 0}
@@ -134,15 +140,18 @@ def _weights(w, n):
     if len(w) != n: raise DeccalError('weights', f"has {len(w)} entries but P has {n} rows")
     return w
 
+# %% ../nbs/05_lower_bound.ipynb #62b4380d
 def _split_values(M, G, total):
     "||sum_{S+} g_j|| + ||total - sum_{S+} g_j|| for each mask (row of M) over the groups' summed residuals G."
     Gp = M.astype(float) @ G
     return np.linalg.norm(Gp, axis=1) + np.linalg.norm(total - Gp, axis=1)
 
+# %% ../nbs/05_lower_bound.ipynb #800fc908
 def _eval_dirs(R, D, G, total):
     "The values of the splits {j : <r, D_j> > 0} for the rows r of R."
     return _split_values(R @ D.T > 0, G, total)
 
+# %% ../nbs/05_lower_bound.ipynb #1ef48547
 def _flip_search(D, G, total, r, cur, max_iter):
     "Local search over realizable splits: move a point across if that helps and a linear program realizes the split."
     m = len(D)
@@ -161,6 +170,7 @@ def _flip_search(D, G, total, r, cur, max_iter):
         if not moved: break
     return r, cur, n_evals
 
+# %% ../nbs/05_lower_bound.ipynb #06946db3
 def _heuristic(D, G, total, rng, n_random, n_starts, max_iter, upper, lp_max):
     "A lower bound: the best of random, single-point and residual-driven directions, improved by local searches."
     m, d = D.shape
@@ -192,6 +202,7 @@ def _heuristic(D, G, total, rng, n_random, n_starts, max_iter, upper, lp_max):
         if cur > best: best_r, best = r, cur
     return best_r, n_evals
 
+# %% ../nbs/05_lower_bound.ipynb #ddb5630e
 def _coords(A, tol=1e-12):
     "The rows of A in an orthonormal basis of (a space containing) their span: (C, V), C = A V^T, V's rows orthonormal."
     m, d = A.shape
@@ -204,6 +215,7 @@ def _coords(A, tol=1e-12):
     Q, R = np.linalg.qr(A.T)
     return R.T, Q.T
 
+# %% ../nbs/05_lower_bound.ipynb #88dcb516
 def _top_directions(G, k, rng, iters=15):
     "About the top k right singular vectors of G, by subspace iteration (k x dims)."
     k = min(k, *G.shape)
@@ -225,6 +237,7 @@ class HalfspaceDecCE:
     n_candidates: int       # the number of candidate splits evaluated (with repetitions)
     def __float__(self): return self.value
 
+# %% ../nbs/05_lower_bound.ipynb #59ca347e
 def binary_decce(P,                   # (n, d) predictions p(x_i)
                  Y,                   # (n, d) outcomes y_i
                  weights=None,        # (n,) weights (default 1/n), e.g. a finite distribution's probabilities
@@ -285,6 +298,7 @@ def _split_residuals(P, Y, r, weights):
     pos = P @ r > 0
     return P, r, np.stack([E[~pos].sum(0), E[pos].sum(0)])
 
+# %% ../nbs/05_lower_bound.ipynb #9fa97b8a
 def halfspace_gap(P, Y,            # (n, d) predictions and outcomes
                   r,               # (d,) a direction
                   weights=None,    # (n,) weights (default 1/n)
@@ -292,6 +306,7 @@ def halfspace_gap(P, Y,            # (n, d) predictions and outcomes
     "||E(y-p)1(<r,p> > 0)|| + ||E(y-p)1(<r,p> <= 0)||: Lemma 4.1's objective at one r."
     return float(np.linalg.norm(_split_residuals(P, Y, r, weights)[2], axis=1).sum())
 
+# %% ../nbs/05_lower_bound.ipynb #df9f6e02
 def witness_losses(P, Y,           # (n, d) predictions and outcomes
                    r,              # (d,) the direction of the split
                    weights=None,   # (n,) weights (default 1/n)
@@ -310,6 +325,7 @@ def atoms_V(d:int, # the dimension
     "The set V = {e_i / 2 : i = 1..d} of the lower-bound construction, one point a row."
     return np.eye(check_int(d, 'd', 1)) / 2
 
+# %% ../nbs/05_lower_bound.ipynb #26a48b23
 def shatter(labels, # (d,) or (k, d): labellings of v_1..v_d, entries -1 or +1
            ) -> np.ndarray: # the same shape: witnesses r = labels / sqrt(d), of norm 1
     "Lemma 4.2's witnesses: r in {±1/sqrt(d)}^d with sign(<r, v_i>) = labels_i for all i."
@@ -325,12 +341,14 @@ def _check_eps(eps):
         raise DeccalError('eps', f"must lie in (0, 1/3), the lower-bound theorem's range, got {eps!r}")
     return e
 
+# %% ../nbs/05_lower_bound.ipynb #5c71e985
 def _check_sigma(sigma, d=None):
     s = check_array(sigma, 'sigma', ndim=1)
     if d is not None and len(s) != d: raise DeccalError('sigma', f"has {len(s)} entries but d = {d}")
     if np.any(s == 0): raise DeccalError('sigma', "entries must be nonzero (only their signs are used)")
     return np.sign(s)
 
+# %% ../nbs/05_lower_bound.ipynb #71acbd27
 def _rng(seed, name:str='seed'):
     "A numpy Generator from a seed: an int >= 0, a sequence of them, None (fresh entropy) or a Generator (used as is)."
     if seed is None or isinstance(seed, np.random.Generator): return np.random.default_rng(seed)
@@ -341,12 +359,14 @@ def _rng(seed, name:str='seed'):
                                     f"got {seed!r}") from None
     return np.random.default_rng([check_seed(s, name) for s in parts])
 
+# %% ../nbs/05_lower_bound.ipynb #27cde213
 def _dense(atoms, signs, d, eps):
     "Predictions v_atoms and outcomes v_atoms + eps * signs * e_1, as (n, d) arrays."
     P = np.zeros((len(atoms), d)); P[np.arange(len(atoms)), atoms] = 0.5
     Y = P.copy(); Y[:, 0] += eps * signs
     return P, Y
 
+# %% ../nbs/05_lower_bound.ipynb #f34bc91f
 def h_sigma(P,         # (n, d) points of V
             sigma,     # (d,) the perturbation; only its signs are used
             eps:float, # the size of the perturbation, in (0, 1/3)
@@ -359,6 +379,7 @@ def h_sigma(P,         # (n, d) points of V
     if not np.array_equal(P, atoms_V(P.shape[1])[i]): raise DeccalError('P', "every row must be a point e_i / 2 of V")
     return _dense(i, s[i], P.shape[1], eps)[1]
 
+# %% ../nbs/05_lower_bound.ipynb #8b2ff31b
 def sample_D_sigma(n:int,      # number of samples
                    sigma,      # (d,) the perturbation (signs used)
                    eps:float,  # in (0, 1/3)
@@ -369,6 +390,7 @@ def sample_D_sigma(n:int,      # number of samples
     a = _rng(seed).integers(0, len(s), n)
     return _dense(a, s[a], len(s), eps)
 
+# %% ../nbs/05_lower_bound.ipynb #ccfe66a6
 def sample_D1(n:int, d:int, eps:float, seed=None) -> tuple: # (P, Y), both (n, d)
     "n samples of D_1: p(x) uniform on V, y = p(x) ± eps e_1 with independent fair coins (calibrated)."
     n, d, eps = check_int(n, 'n', 1), check_int(d, 'd', 1), _check_eps(eps)
@@ -376,6 +398,7 @@ def sample_D1(n:int, d:int, eps:float, seed=None) -> tuple: # (P, Y), both (n, d
     a = rng.integers(0, d, n)
     return _dense(a, rng.choice([-1.0, 1.0], n), d, eps)
 
+# %% ../nbs/05_lower_bound.ipynb #3241c1f0
 def sample_D2(n:int, d:int, eps:float, seed=None,
               return_sigma:bool=False, # also return the sigma drawn
              ) -> tuple:               # (P, Y) or (P, Y, sigma)
@@ -386,12 +409,14 @@ def sample_D2(n:int, d:int, eps:float, seed=None,
     P, Y = sample_D_sigma(n, sigma, eps, rng)
     return (P, Y, sigma) if return_sigma else (P, Y)
 
+# %% ../nbs/05_lower_bound.ipynb #7b6efbeb
 def support_D_sigma(sigma, eps:float) -> tuple: # (P, Y, weights): d atoms of probability 1/d
     "D_sigma as a finite distribution."
     s, eps = _check_sigma(sigma), _check_eps(eps)
     P, Y = _dense(np.arange(len(s)), s, len(s), eps)
     return P, Y, np.full(len(s), 1 / len(s))
 
+# %% ../nbs/05_lower_bound.ipynb #276371e9
 def support_D1(d:int, eps:float) -> tuple: # (P, Y, weights): 2d atoms of probability 1/(2d)
     "The per-sample distribution of D_1 as a finite distribution."
     d, eps = check_int(d, 'd', 1), _check_eps(eps)
@@ -408,6 +433,7 @@ def collision_test(P, Y,          # (n, d) predictions and outcomes
     same = g.ravel()[o][1:] == g.ravel()[o][:-1]
     return bool(np.any(same & np.any(Y[o][1:] != Y[o][:-1], axis=1)))
 
+# %% ../nbs/05_lower_bound.ipynb #2ecac316
 def _collision_batch(atoms, signs):
     "collision_test on many samples at once, given as (reps, n) atom indices and signs: (reps,) bool, True = accept."
     o = np.argsort(atoms, axis=1, kind='stable')
@@ -425,11 +451,13 @@ def repeats_distribution(n:int, # number of samples
     for _ in range(n): q = q * g / d + np.r_[0.0, q[:-1] * (d - g[:-1]) / d]
     return q[::-1][:n]                            # R = n - g for g = n, n-1, ..., 1
 
+# %% ../nbs/05_lower_bound.ipynb #6cbf555c
 def tester_advantage_exact(n:int, d:int) -> float:
     "The best tester's advantage TV(D_1, D_2) on n samples, E[1 - 2^-R], from the exact law of the repeats R."
     pr = repeats_distribution(n, d)
     return float(1 - pr @ 0.5 ** np.arange(len(pr)))
 
+# %% ../nbs/05_lower_bound.ipynb #3c66ed24
 def collision_probability(n:int, d:int) -> float:
     "P(some prediction repeats) = 1 - prod_{k<n} (1 - k/d): the bound on |p_1 - p_2| in the proof of Lemma 4.4."
     n, d = check_int(n, 'n', 1), check_int(d, 'd', 1)
@@ -449,6 +477,7 @@ def tester_advantage(n:int, d:int,
         vals[lo:lo + len(a)] = 1 - 0.5 ** (a[:, 1:] == a[:, :-1]).sum(1)
     return float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(reps))
 
+# %% ../nbs/05_lower_bound.ipynb #3382692e
 def simulate_tester(n:int, d:int,
                     reps:int=10_000,  # samples of each distribution
                     seed=0,

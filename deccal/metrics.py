@@ -48,6 +48,7 @@ def _classes_and_probs(y_true, y_prob, labels=None) -> tuple:
                                     f"{classes.tolist()[:10]}")
     return order[pos], P, classes
 
+# %% ../nbs/86_metrics.ipynb #576e7992
 def _check_costs(costs, C:int, n_costs, n_actions, random_state) -> np.ndarray:
     "Cost matrices as a (K, A, C) stack: the given ones, or n_costs random ones with n_actions rows, uniform on [0, 1]."
     if costs is None:
@@ -58,6 +59,7 @@ def _check_costs(costs, C:int, n_costs, n_actions, random_state) -> np.ndarray:
         return np.random.default_rng(check_seed(random_state, 'random_state')).uniform(0, 1, (K, A, C))
     return cost_stack(costs, C)
 
+# %% ../nbs/86_metrics.ipynb #03f13e6d
 def _normalized_weights(sample_weight, n:int):
     "The samples' weights, summing to 1 (equal weights for None)."
     w = check_sample_weight(sample_weight, n, 'y_true')
@@ -102,6 +104,7 @@ def decision_calibration_gaps(
         out[k0:k1] = np.abs(np.einsum('kia,kia->ki', rule, paid - F) @ w)
     return out
 
+# %% ../nbs/86_metrics.ipynb #3d371039
 def decision_calibration_score(
     y_true,                # (n,) true labels, of any type
     y_prob,                # (n, C) predicted probabilities (or any vectors of R^C); (n,) for P(second class)
@@ -160,6 +163,7 @@ def _diagram_inputs(y_true, y_prob, costs, labels) -> tuple:
     # (calibrated vectors do)
     return Embedding.from_points(P), np.eye(P.shape[1])[codes], linear_loss(R)
 
+# %% ../nbs/86_metrics.ipynb #6a26b3b7
 @patch(cls_method=True)
 def from_predictions(
     cls:DecisionReliabilityDisplay,
@@ -179,6 +183,7 @@ def from_predictions(
     pred, Y, loss = _diagram_inputs(y_true, y_prob, costs, labels)
     return cls(reliability_bins(pred, Y, loss, loss, beta, bins), estimator_name=name).plot(axes=axes, **kwargs)
 
+# %% ../nbs/86_metrics.ipynb #bc589921
 @patch(cls_method=True)
 def from_estimator(
     cls:DecisionReliabilityDisplay,

@@ -23,6 +23,7 @@ class ReliabilityBins:
     se: np.ndarray         # (A, bins) standard error of `realized - predicted` in each bin
     weight: np.ndarray     # (A, bins) sum of k_{l'}(x_i, a) / n in each bin
 
+# %% ../nbs/80_plots.ipynb #f1ff06b9
 def reliability_bins(pred:Embedding,   # predictions p(x_i)
                      Y,                # (n, d) realized outcomes
                      loss:Loss,        # l: the loss whose estimates are checked
@@ -78,6 +79,7 @@ def plot(self:ReliabilityBins,
     if label is not None: axes[0].legend(fontsize=7)
     return axes, bars
 
+# %% ../nbs/80_plots.ipynb #dc8fc3b7
 def reliability_diagram(pred:Embedding, Y, loss:Loss, rule_loss:Loss, beta:float=None,
                         bins:int=6,        # bins per action
                         axes=None,         # A matplotlib axes (one per action); new ones by default
