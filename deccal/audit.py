@@ -21,8 +21,8 @@ from .rows import backend_for
 
 
 # %% auto #0
-__all__ = ['search_rule', 'AuditResult', 'audit', 'check_holdout', 'remeasure', 'certify', 'landmark_basis', 'landmark_coords',
-           'landmark_factors', 'landmark_search', 'landmark_G', 'landmark_losses', 'BestResponseAudit',
+__all__ = ['search_rule', 'AuditResult', 'audit', 'check_holdout', 'remeasure', 'landmark_basis', 'landmark_coords',
+           'landmark_factors', 'landmark_search', 'landmark_G', 'landmark_losses', 'certify', 'BestResponseAudit',
            'explicit_predictions', 'audit_best_response']
 
 # %% ../nbs/06_audit.ipynb #09ed6b0c
@@ -520,57 +520,6 @@ def remeasure(res:AuditResult,    # an audit's result; the held-out numbers are 
     res.uniform_rate = float((A**1.5 * res.beta**2 * RR2**3 * max(np.log(RR2 * m), 1.0) + np.log(1 / delta))
                              / np.sqrt(m))
 
-# %% ../nbs/06_audit.ipynb #40548eaa
-def certify(pred:Embedding,          # predictions on data the calibrator never saw
-            Y,                       # (n, d) outcomes
-            kernel:Kernel,           # the RKHS of the loss class
-            *,
-            n_actions:int=2,         # |A|
-            beta:float=10.0,         # temperature of the quantal response
-            R1:float=1.0,            # radius of the loss class
-            search_fraction:float=0.5,  # share of the data the auditor searches on, in (0, 1); the rest re-measures
-            delta:float=0.05,        # 1 - confidence level of each bound, in (0, 1)
-            R2:float=None,           # a known bound on ||phi(y)|| and ||p(x)|| (default: the largest on the data;
-                                     # then the Hoeffding bounds are not distribution-free)
-            seed:int=0,              # seed of the split and of the search (an integer >= 0)
-            **kw,                    # passed to `audit` (n_starts, max_iter, verbose, ...)
-           ) -> AuditResult:
-    """Audit fresh data honestly: search one random part for the worst pair, re-measure it on the other;
-    `.report()` says what it means."""
-    _check_pred_kernel(pred, kernel)
-    search_fraction = check_number(search_fraction, 'search_fraction', 0, 1)
-    seed = check_seed(seed)
-    if 'holdout' in kw:
-        raise DeccalError('holdout', "certify makes its own held-out part (search_fraction); call audit to pass one")
-    n = pred.n
-    ns = int(round(search_fraction * n))
-    if ns < 2 or n - ns < 2:
-        raise DeccalError('pred', f"{n} points leave {ns} to search and {n - ns} to re-measure; "
-                                  "need at least 2 of each")
-    Y = _check_outcomes(Y, pred, kernel)
-    if 'weights' in kw:
-        raise DeccalError('weights', "certify re-measures on an unweighted held-out part; for weighted data call "
-                                     "audit with holdout=")
-    perm = np.random.default_rng([seed, 2]).permutation(n)
-    s_, h_ = np.sort(perm[:ns]), np.sort(perm[ns:])
-    res = audit(pred[s_], Y[s_], kernel, n_actions=n_actions, beta=beta, R1=R1, seed=seed,
-                holdout=(pred[h_], Y[h_]), delta=delta, R2=R2, **kw)
-    _rule_bound(res, pred[h_], Y[h_], kernel)
-    return res
-
-# %% ../nbs/06_audit.ipynb #98326615
-def _rule_bound(res, ph, Yh, kernel):
-    """Bound over every loss l for decision makers following the witnessed rule l': R1 sum_a ||G_a|| on the held-out
-    part (stored as info['rule_holdout']) plus its deviation. Each G_a is a mean of vectors of norm <= 2 R2 k_a;
-    stacked over actions they have norm <= 2 R2, so by Hoeffding's inequality in Hilbert spaces
-    ||G_hat - G|| <= 4 R2 sqrt(2 ln(2/delta) / m) in H^A, and sum_a is <= sqrt(A) times it (`AuditResult.bounds`)."""
-    m = ph.n
-    k = quantal_response(ph.loss_estimates(res.rule_loss), res.beta)
-    _, RK = _Grams(kernel, ph, Yh).matmat(XR=k / m)            # one pass over the held-out residual Gram matrix
-    Gh = np.sqrt(np.maximum(np.einsum('ia,ia->a', k / m, RK), 0))
-    res.info['rule_holdout'] = float(res.R1 * Gh.sum())
-    res.rule_bound = res.bounds()['rule_bound']
-
 # %% ../nbs/06_audit.ipynb #c9d87dee
 _LANDMARKS_ABOVE = 20_000  # method='auto': the landmark path above this n (the randomized sketches' passes grow as n^2)
 
@@ -647,6 +596,57 @@ def landmark_losses(kernel, basis, to_u, g, U, R1):
     rule = Loss(kernel, *basis.expand(U @ to_u), 'audit rule loss')
     loss = Loss(kernel, *basis.expand((g * scale).T @ to_u), 'audit loss')
     return float(R1 * Gn.sum()), Gn, loss, rule
+
+# %% ../nbs/06_audit.ipynb #40548eaa
+def certify(pred:Embedding,          # predictions on data the calibrator never saw
+            Y,                       # (n, d) outcomes
+            kernel:Kernel,           # the RKHS of the loss class
+            *,
+            n_actions:int=2,         # |A|
+            beta:float=10.0,         # temperature of the quantal response
+            R1:float=1.0,            # radius of the loss class
+            search_fraction:float=0.5,  # share of the data the auditor searches on, in (0, 1); the rest re-measures
+            delta:float=0.05,        # 1 - confidence level of each bound, in (0, 1)
+            R2:float=None,           # a known bound on ||phi(y)|| and ||p(x)|| (default: the largest on the data;
+                                     # then the Hoeffding bounds are not distribution-free)
+            seed:int=0,              # seed of the split and of the search (an integer >= 0)
+            **kw,                    # passed to `audit` (n_starts, max_iter, verbose, ...)
+           ) -> AuditResult:
+    """Audit fresh data honestly: search one random part for the worst pair, re-measure it on the other;
+    `.report()` says what it means."""
+    _check_pred_kernel(pred, kernel)
+    search_fraction = check_number(search_fraction, 'search_fraction', 0, 1)
+    seed = check_seed(seed)
+    if 'holdout' in kw:
+        raise DeccalError('holdout', "certify makes its own held-out part (search_fraction); call audit to pass one")
+    n = pred.n
+    ns = int(round(search_fraction * n))
+    if ns < 2 or n - ns < 2:
+        raise DeccalError('pred', f"{n} points leave {ns} to search and {n - ns} to re-measure; "
+                                  "need at least 2 of each")
+    Y = _check_outcomes(Y, pred, kernel)
+    if 'weights' in kw:
+        raise DeccalError('weights', "certify re-measures on an unweighted held-out part; for weighted data call "
+                                     "audit with holdout=")
+    perm = np.random.default_rng([seed, 2]).permutation(n)
+    s_, h_ = np.sort(perm[:ns]), np.sort(perm[ns:])
+    res = audit(pred[s_], Y[s_], kernel, n_actions=n_actions, beta=beta, R1=R1, seed=seed,
+                holdout=(pred[h_], Y[h_]), delta=delta, R2=R2, **kw)
+    _rule_bound(res, pred[h_], Y[h_], kernel)
+    return res
+
+# %% ../nbs/06_audit.ipynb #98326615
+def _rule_bound(res, ph, Yh, kernel):
+    """Bound over every loss l for decision makers following the witnessed rule l': R1 sum_a ||G_a|| on the held-out
+    part (stored as info['rule_holdout']) plus its deviation. Each G_a is a mean of vectors of norm <= 2 R2 k_a;
+    stacked over actions they have norm <= 2 R2, so by Hoeffding's inequality in Hilbert spaces
+    ||G_hat - G|| <= 4 R2 sqrt(2 ln(2/delta) / m) in H^A, and sum_a is <= sqrt(A) times it (`AuditResult.bounds`)."""
+    m = ph.n
+    k = quantal_response(ph.loss_estimates(res.rule_loss), res.beta)
+    _, RK = _Grams(kernel, ph, Yh).matmat(XR=k / m)            # one pass over the held-out residual Gram matrix
+    Gh = np.sqrt(np.maximum(np.einsum('ia,ia->a', k / m, RK), 0))
+    res.info['rule_holdout'] = float(res.R1 * Gh.sum())
+    res.rule_bound = res.bounds()['rule_bound']
 
 # %% ../nbs/06_audit.ipynb #98b5480e
 @dataclass
