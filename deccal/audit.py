@@ -369,38 +369,10 @@ def _check_outcomes(Y, pred, kernel) -> np.ndarray:
     if Y.shape[1] != pred.dim: raise DeccalError('Y', f"outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
     return Y
 
-# %% ../nbs/06_audit.ipynb #52531f6e
-def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
-          Y,                     # (n, d) outcomes
-          kernel:Kernel,         # the RKHS of the loss class
-          *,
-          n_actions:int=2,       # |A|
-          beta:float=10.0,       # temperature of the quantal response
-          R1:float=1.0,          # radius of the loss class: ||r_l(a)|| <= R1
-          seed:int=0,            # seed of the random starts and sketches (an integer >= 0)
-          holdout:tuple=None,    # optional (pred_holdout, Y_holdout) to re-measure the witness on
-          n_starts:int=6,        # random starts of the search (>= 1, or >= 0 when `inits` are given)
-          max_iter:int=200,      # L-BFGS iterations per start
-          exact_max:int=1500,    # exact eigendecomposition up to this n, randomized above (method='auto')
-          method:str='auto',     # 'exact', 'randomized' (sketches of the n x n Gram matrices) or 'landmarks'
-                                 # (linear in n); 'auto': by n
-          landmark_rows:int=4000,# method 'landmarks': rows the landmark atoms are chosen from (a pivoted Cholesky)
-          search_max:int=20000,  # method 'landmarks': the search runs on at most this many random rows; the value
-                                 # uses all
-          trace_tol:float=1e-6,  # rank: capture 1 - trace_tol of each Gram matrix's trace, in (0, 1)
-          max_rank:int=200,      # cap on the rank of each factor
-          delta:float=0.05,      # 1 - confidence level of each held-out bound, in (0, 1)
-          R2:float=None,         # a known bound on ||phi(y)|| and ||p(x)|| for the Hoeffding bounds (default: the
-                                 # largest on the data; then those bounds are not distribution-free)
-          weights=None,          # (n,) sample weights (default 1/n); signed weights audit a difference of samples
-          inits=(),              # extra starts: arrays U (n_actions, rank_P) in whitened coordinates
-          verbose:bool=False,    # show a progress bar on stderr (each pass over the Gram matrices, then each start)
-         ) -> AuditResult:
-    "ERM auditor: maximize the empirical decision calibration error over (l, l') in the RKHS ball of radius R1."
-    t0 = time.perf_counter()
-    elsewhere = backend_for('audit', pred, Y)          # data held elsewhere (deccal.dask): that backend's handler
-    if elsewhere is None: _check_pred_kernel(pred, kernel)
-    elif not isinstance(kernel, Kernel): raise DeccalTypeError('kernel', f"expected a deccal kernel, got {kernel!r}")
+# %% ../nbs/06_audit.ipynb #81090ea3
+def _audit_options(n_actions, beta, R1, seed, holdout, n_starts, max_iter, exact_max, method, landmark_rows,
+                   search_max, trace_tol, max_rank, delta, R2, weights, inits, verbose) -> dict:
+    "`audit`'s options, checked (each error names its option): what the in-memory path and a backend's handler use."
     A = check_int(n_actions, 'n_actions', 1)
     beta, R1 = check_positive(beta, 'beta'), check_positive(R1, 'R1')
     seed = check_seed(seed)
@@ -416,23 +388,34 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
     verbose = check_bool(verbose, 'verbose')
     method = check_choice(method, 'method', ('auto', 'exact', 'randomized', 'landmarks'))
     landmark_rows, search_max = check_int(landmark_rows, 'landmark_rows', 1), check_int(search_max, 'search_max', 1)
-    if elsewhere is not None:                          # e.g. Dask arrays: the landmark path, each block reduced there
-        return elsewhere(pred, Y, kernel, dict(
-            A=A, beta=beta, R1=R1, seed=seed, holdout=holdout, n_starts=n_starts, max_iter=max_iter, method=method,
-            landmark_rows=landmark_rows, search_max=search_max, trace_tol=trace_tol, max_rank=max_rank, delta=delta,
-            R2=R2, weights=weights, inits=inits, verbose=verbose), t0)
+    return dict(A=A, beta=beta, R1=R1, seed=seed, holdout=holdout, n_starts=n_starts, max_iter=max_iter,
+                exact_max=exact_max, method=method, landmark_rows=landmark_rows, search_max=search_max,
+                trace_tol=trace_tol, max_rank=max_rank, delta=delta, R2=R2, weights=weights, inits=inits,
+                verbose=verbose)
+
+# %% ../nbs/06_audit.ipynb #77c049ae
+def _audit_in_memory(pred:Embedding,  # predictions p(x_i) on the audit sample
+                     Y,               # (n, d) outcomes
+                     kernel:Kernel,   # the RKHS of the loss class
+                     opts:dict,       # audit's checked options (`_audit_options`)
+                     t0:float,        # the audit's start (time.perf_counter())
+                    ) -> AuditResult:
+    "`audit` on data in this process: the exact, randomized or landmark factors, the search, the witness."
+    A, beta, R1, holdout, inits, n_starts = (opts[k] for k in ('A', 'beta', 'R1', 'holdout', 'inits', 'n_starts'))
+    method, exact_max, trace_tol, max_rank = (opts[k] for k in ('method', 'exact_max', 'trace_tol', 'max_rank'))
+    max_iter, landmark_rows, search_max, R2 = (opts[k] for k in ('max_iter', 'landmark_rows', 'search_max', 'R2'))
     Y = _check_outcomes(Y, pred, kernel)
     pred.check_kernel(kernel)
     n = pred.n
-    w = _check_signed_weights(weights, n)
+    w = _check_signed_weights(opts['weights'], n)
     if holdout is not None: holdout = check_holdout(holdout, kernel, pred.dim)   # bad held-out data fails first
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(opts['seed'])
     if method == 'auto': method = 'exact' if n <= exact_max else 'randomized' if n <= _LANDMARKS_ABOVE else 'landmarks'
     if method != 'landmarks': exact_max = n if method == 'exact' else 0 if method == 'randomized' else exact_max
     grams = _Grams(kernel, pred, Y)
     n_pass = 1 if method == 'landmarks' else _n_passes(n, exact_max, grams.fits())
     starts = len(inits) + n_starts
-    pb = Progress(n_pass + starts, 'audit', enabled=verbose, log_every=5.0, count=False)
+    pb = Progress(n_pass + starts, 'audit', enabled=opts['verbose'], log_every=5.0, count=False)
     state = dict(starts=0)
     grams.on_block = lambda passes, frac, what: pb.update(passes + frac + state['starts'],
         f"pass {passes + 1} of {n_pass} over the Gram matrices of {n} predictions ({what}): {frac:.0%}")
@@ -467,10 +450,47 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
     info.update(start_values=values, search_value=max(values), seconds=time.perf_counter() - t0,
                 passes=grams.passes)
     res = AuditResult(value, loss, rule, Gn, beta, R1, n, info)
-    if holdout is not None: remeasure(res, holdout, kernel, Y, pred, delta, R2, R2_given=R2 is not None)
+    if holdout is not None: remeasure(res, holdout, kernel, Y, pred, opts['delta'], R2, R2_given=R2 is not None)
     res.info['seconds'] = time.perf_counter() - t0
     pb.close(f'value {value:.4g}' + (f', held out {res.holdout_value:.4g}' if holdout is not None else ''))
     return res
+
+# %% ../nbs/06_audit.ipynb #7c463526
+def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
+          Y,                     # (n, d) outcomes
+          kernel:Kernel,         # the RKHS of the loss class
+          *,
+          n_actions:int=2,       # |A|
+          beta:float=10.0,       # temperature of the quantal response
+          R1:float=1.0,          # radius of the loss class: ||r_l(a)|| <= R1
+          seed:int=0,            # seed of the random starts and sketches (an integer >= 0)
+          holdout:tuple=None,    # optional (pred_holdout, Y_holdout) to re-measure the witness on
+          n_starts:int=6,        # random starts of the search (>= 1, or >= 0 when `inits` are given)
+          max_iter:int=200,      # L-BFGS iterations per start
+          exact_max:int=1500,    # exact eigendecomposition up to this n, randomized above (method='auto')
+          method:str='auto',     # 'exact', 'randomized' (sketches of the n x n Gram matrices) or 'landmarks'
+                                 # (linear in n); 'auto': by n
+          landmark_rows:int=4000,# method 'landmarks': rows the landmark atoms are chosen from (a pivoted Cholesky)
+          search_max:int=20000,  # method 'landmarks': the search runs on at most this many random rows; the value
+                                 # uses all
+          trace_tol:float=1e-6,  # rank: capture 1 - trace_tol of each Gram matrix's trace, in (0, 1)
+          max_rank:int=200,      # cap on the rank of each factor
+          delta:float=0.05,      # 1 - confidence level of each held-out bound, in (0, 1)
+          R2:float=None,         # a known bound on ||phi(y)|| and ||p(x)|| for the Hoeffding bounds (default: the
+                                 # largest on the data; then those bounds are not distribution-free)
+          weights=None,          # (n,) sample weights (default 1/n); signed weights audit a difference of samples
+          inits=(),              # extra starts: arrays U (n_actions, rank_P) in whitened coordinates
+          verbose:bool=False,    # show a progress bar on stderr (each pass over the Gram matrices, then each start)
+         ) -> AuditResult:
+    "ERM auditor: maximize the empirical decision calibration error over (l, l') in the RKHS ball of radius R1."
+    t0 = time.perf_counter()
+    elsewhere = backend_for('audit', pred, Y)          # data held elsewhere (deccal.dask): that backend's handler
+    if elsewhere is None: _check_pred_kernel(pred, kernel)
+    elif not isinstance(kernel, Kernel): raise DeccalTypeError('kernel', f"expected a deccal kernel, got {kernel!r}")
+    opts = _audit_options(n_actions, beta, R1, seed, holdout, n_starts, max_iter, exact_max, method, landmark_rows,
+                          search_max, trace_tol, max_rank, delta, R2, weights, inits, verbose)
+    if elsewhere is not None: return elsewhere(pred, Y, kernel, opts, t0)   # e.g. Dask: each block reduced there
+    return _audit_in_memory(pred, Y, kernel, opts, t0)
 
 # %% ../nbs/06_audit.ipynb #503f355f
 def check_holdout(holdout,        # the `holdout=` argument: a pair (pred_holdout, Y_holdout)
