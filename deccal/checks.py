@@ -57,7 +57,7 @@ def check_array(x,                 # the value to check
     if finite and not np.all(np.isfinite(a)):
         bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
         raise DeccalError(name, f"contains {bad} NaN or infinite value(s)")
-    return np.ascontiguousarray(a)
+    return np.ascontiguousarray(a) if a.ndim else a   # (a 0-d array stays 0-d)
 
 # %% ../nbs/00_checks.ipynb #7a41a57b
 def as_points(Y,               # points: shape (n, d), or (n,) for d = 1
@@ -297,15 +297,6 @@ class Progress:
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
 
-# %% ../nbs/00_checks.ipynb #8622819b
-def patch(f=None, *,
-          cls_method:bool=False,     # add `f` as a classmethod (its first parameter, the class, carries the annotation)
-          static_method:bool=False,  # add `f` as a staticmethod
-         ):
-    "Decorator: add `f` to the class annotated on its first parameter, under its own name (fastcore's `@patch`)."
-    if f is None: return lambda g: _patch_to(g, cls_method, static_method, sys._getframe(1).f_globals)
-    return _patch_to(f, cls_method, static_method, sys._getframe(1).f_globals)
-
 # %% ../nbs/00_checks.ipynb #4d0bc720
 def _patch_to(f, cls_method, static_method, glb):
     import inspect
@@ -316,6 +307,15 @@ def _patch_to(f, cls_method, static_method, glb):
     f.__qualname__ = f"{cls.__name__}.{f.__name__}"
     setattr(cls, f.__name__, classmethod(f) if cls_method else staticmethod(f) if static_method else f)
     return glb.get(f.__name__)
+
+# %% ../nbs/00_checks.ipynb #8622819b
+def patch(f=None, *,
+          cls_method:bool=False,     # add `f` as a classmethod (its first parameter, the class, carries the annotation)
+          static_method:bool=False,  # add `f` as a staticmethod
+         ):
+    "Decorator: add `f` to the class annotated on its first parameter, under its own name (fastcore's `@patch`)."
+    if f is None: return lambda g: _patch_to(g, cls_method, static_method, sys._getframe(1).f_globals)
+    return _patch_to(f, cls_method, static_method, sys._getframe(1).f_globals)
 
 # %% ../nbs/00_checks.ipynb #942a0bb0
 def on_dask(*xs) -> bool:

@@ -48,6 +48,17 @@ def _classes_and_probs(y_true, y_prob, labels=None) -> tuple:
                                     f"{classes.tolist()[:10]}")
     return order[pos], P, classes
 
+# %% ../nbs/86_metrics.ipynb #bd2be144
+def cost_stack(costs,  # (A, C) cost matrix or (K, A, C) stack of them, costs[k, a, c] the cost of action a in class c
+               C:int,  # the number of classes
+              ) -> np.ndarray: # (K, A, C) the matrices as a float stack
+    "The one check of given cost matrices (shared by the metrics and the estimators): finite, non-empty, C columns."
+    R = check_array(costs, 'costs', ndim=(2, 3))
+    if R.ndim == 2: R = R[None]
+    if R.shape[2] != C:
+        raise DeccalError('costs', f"has {R.shape[2]} columns (one per class) but there are {C} classes")
+    return R
+
 # %% ../nbs/86_metrics.ipynb #576e7992
 def _check_costs(costs, C:int, n_costs, n_actions, random_state) -> np.ndarray:
     "Cost matrices as a (K, A, C) stack: the given ones, or n_costs random ones with n_actions rows, uniform on [0, 1]."
@@ -64,17 +75,6 @@ def _normalized_weights(sample_weight, n:int):
     "The samples' weights, summing to 1 (equal weights for None)."
     w = check_sample_weight(sample_weight, n, 'y_true')
     return w / w.sum()
-
-# %% ../nbs/86_metrics.ipynb #bd2be144
-def cost_stack(costs,  # (A, C) cost matrix or (K, A, C) stack of them, costs[k, a, c] the cost of action a in class c
-               C:int,  # the number of classes
-              ) -> np.ndarray: # (K, A, C) the matrices as a float stack
-    "The one check of given cost matrices (shared by the metrics and the estimators): finite, non-empty, C columns."
-    R = check_array(costs, 'costs', ndim=(2, 3))
-    if R.ndim == 2: R = R[None]
-    if R.shape[2] != C:
-        raise DeccalError('costs', f"has {R.shape[2]} columns (one per class) but there are {C} classes")
-    return R
 
 # %% ../nbs/86_metrics.ipynb #bd290751
 def decision_calibration_gaps(
