@@ -414,5 +414,5 @@ def audit_on_dask(
     res.info['seconds'] = time.perf_counter() - t0
     return res
 
-
+# %% ../nbs/87_dask.ipynb #a2986040
 register_backend('dask', on_dask, audit=audit_on_dask, fit=fit_on_dask, transform=transform_on_dask)

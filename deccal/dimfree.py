@@ -163,50 +163,6 @@ def validation_split(params:dict,     # the checked parameters
                 )
     return held, fitted, held_w, fit_w
 
-# %% ../nbs/08_dimfreedecal.ipynb #5c088422
-@patch
-def fit(self:DimFreeDeCal,
-        pred:Embedding,     # base predictions p0(x_i) on the calibration sample
-        Y,                  # (n, d) outcomes
-        holdout:tuple=None, # optional (pred_holdout, Y_holdout): re-measure each round there, and stop on it
-        sample_weight=None, # optional (n,) non-negative weights: calibrate for the weighted sample
-       ) -> DimFreeDeCal:
-    """Learn the patches from a calibration sample; returns self. With `early_stopping`, held-out data (`holdout`, or
-    else a `validation_fraction` of the sample, which the patches then never see) decide when to stop and which round
-    to keep."""
-    t0 = time.perf_counter()
-    params = self.checked_params()                          # what this fit (and the fitted calibrator) uses
-    elsewhere = backend_for('fit', pred, Y)            # data held elsewhere (deccal.dask): that backend's fit
-    if elsewhere is not None: return elsewhere(self, params, pred, Y, holdout, sample_weight, t0)
-    if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
-    kern = params['kernel']
-    Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
-    if Y.shape[1] != pred.dim: raise DeccalError('Y', f"outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
-    pred.check_kernel(kern)
-    n = pred.n
-    if holdout is not None: holdout = check_holdout(holdout, kern, pred.dim)
-    weights = None if sample_weight is None else check_sample_weight(sample_weight, n, 'pred')   # None: equal
-    held_w = None                                      # the held-out part's weights (None: equal)
-    R2 = radius(params, kern.diag(Y).max(), pred.sq_norms(kern).max())
-    if params['early_stopping'] and holdout is None:        # set a validation part aside: the patches never see it
-        held, fitted, held_w, weights = validation_split(params, n, weights)
-        holdout = (pred[held], Y[held])
-        pred, Y, n = pred[fitted], Y[fitted], len(fitted)
-    bound, max_rounds = self.rounds_cap(R2, params)
-    parts = None                                       # sample='split': the rows each round audits
-    if params['sample'] == "split":
-        if max_rounds < 1: raise DeccalError('max_rounds', "sample='split' needs max_rounds >= 1")
-        parts = [np.sort(q) for q in np.array_split(np.random.default_rng(params['seed']).permutation(n), max_rounds)]
-        if min(len(q) for q in parts) < 2:
-            raise DeccalError('max_rounds', f"{max_rounds} parts of a sample of {n} leave fewer than 2 points a round")
-        if weights is not None and min(weights[q].sum() for q in parts) <= 0:
-            raise DeccalError('sample_weight', "a round's part of the sample has total weight 0 (sample='split')")
-    make_hold = None if holdout is None else lambda basis, to_u: LocalRows.build(kern, basis, to_u, *holdout, held_w)
-    make_rows = lambda basis, to_u: LocalRows.build(kern, basis, to_u, pred, Y, weights)
-    return self.run_rounds(
-        params, n, R2, (bound, max_rounds), lambda idx: (pred[idx], Y[idx]), make_rows, make_hold, t0, parts
-    )
-
 # %% ../nbs/08_dimfreedecal.ipynb #16f30b10
 @patch
 def rounds_cap(self:DimFreeDeCal,
@@ -352,6 +308,50 @@ def run_rounds(self:DimFreeDeCal,
     return self.set_fitted_state(params, basis, rounds, history, best_round_=best, stop_reason_=stop, R2_=R2,
                                  round_bound_=bound, n_fit_=n, captured_trace_=start['captured'], rank_=to_u.shape[0],
                                  base_square_loss_=start['base_sq'], seconds_=time.perf_counter() - t0)
+
+# %% ../nbs/08_dimfreedecal.ipynb #5c088422
+@patch
+def fit(self:DimFreeDeCal,
+        pred:Embedding,     # base predictions p0(x_i) on the calibration sample
+        Y,                  # (n, d) outcomes
+        holdout:tuple=None, # optional (pred_holdout, Y_holdout): re-measure each round there, and stop on it
+        sample_weight=None, # optional (n,) non-negative weights: calibrate for the weighted sample
+       ) -> DimFreeDeCal:
+    """Learn the patches from a calibration sample; returns self. With `early_stopping`, held-out data (`holdout`, or
+    else a `validation_fraction` of the sample, which the patches then never see) decide when to stop and which round
+    to keep."""
+    t0 = time.perf_counter()
+    params = self.checked_params()                          # what this fit (and the fitted calibrator) uses
+    elsewhere = backend_for('fit', pred, Y)            # data held elsewhere (deccal.dask): that backend's fit
+    if elsewhere is not None: return elsewhere(self, params, pred, Y, holdout, sample_weight, t0)
+    if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
+    kern = params['kernel']
+    Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
+    if Y.shape[1] != pred.dim: raise DeccalError('Y', f"outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
+    pred.check_kernel(kern)
+    n = pred.n
+    if holdout is not None: holdout = check_holdout(holdout, kern, pred.dim)
+    weights = None if sample_weight is None else check_sample_weight(sample_weight, n, 'pred')   # None: equal
+    held_w = None                                      # the held-out part's weights (None: equal)
+    R2 = radius(params, kern.diag(Y).max(), pred.sq_norms(kern).max())
+    if params['early_stopping'] and holdout is None:        # set a validation part aside: the patches never see it
+        held, fitted, held_w, weights = validation_split(params, n, weights)
+        holdout = (pred[held], Y[held])
+        pred, Y, n = pred[fitted], Y[fitted], len(fitted)
+    bound, max_rounds = self.rounds_cap(R2, params)
+    parts = None                                       # sample='split': the rows each round audits
+    if params['sample'] == "split":
+        if max_rounds < 1: raise DeccalError('max_rounds', "sample='split' needs max_rounds >= 1")
+        parts = [np.sort(q) for q in np.array_split(np.random.default_rng(params['seed']).permutation(n), max_rounds)]
+        if min(len(q) for q in parts) < 2:
+            raise DeccalError('max_rounds', f"{max_rounds} parts of a sample of {n} leave fewer than 2 points a round")
+        if weights is not None and min(weights[q].sum() for q in parts) <= 0:
+            raise DeccalError('sample_weight', "a round's part of the sample has total weight 0 (sample='split')")
+    make_hold = None if holdout is None else lambda basis, to_u: LocalRows.build(kern, basis, to_u, *holdout, held_w)
+    make_rows = lambda basis, to_u: LocalRows.build(kern, basis, to_u, pred, Y, weights)
+    return self.run_rounds(
+        params, n, R2, (bound, max_rounds), lambda idx: (pred[idx], Y[idx]), make_rows, make_hold, t0, parts
+    )
 
 # %% ../nbs/08_dimfreedecal.ipynb #934fa49c
 @patch
