@@ -5,9 +5,12 @@ import pytest
 from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression, LinearRegression
 from sklearn.frozen import FrozenEstimator
+from sklearn.model_selection import cross_val_predict
+from sklearn.naive_bayes import GaussianNB
 from sklearn.utils.estimator_checks import check_estimator
 import sklearn.exceptions
 import deccal
+from deccal.first_stage import FIRST_STAGES, FirstStageSelection, TemperatureScaling, select_first_stage
 from deccal.estimators import (DecisionCalibratedClassifier, DecisionCalibratedRegressor, project_simplex,
                                _EXPECTED_FAILED_CHECKS)
 
@@ -179,3 +182,72 @@ def test_joblib_round_trip(digits, tmp_path):
     c = DecisionCalibratedClassifier(FrozenEstimator(clf)).fit(X[ca], t[ca])
     joblib.dump(c, tmp_path / 'c.joblib')
     np.testing.assert_array_equal(joblib.load(tmp_path / 'c.joblib').predict_proba(X[te]), c.predict_proba(X[te]))
+
+
+def _by_hand(X, t, ca, te, est, stage=None, sample_weight=None):
+    "The classifier's route by hand: out-of-fold GaussianNB probabilities (3 folds), `stage`, DimFreeDeCal."
+    kw = {} if sample_weight is None else dict(sample_weight=sample_weight)
+    P = cross_val_predict(GaussianNB(), X[ca], t[ca], cv=3, method='predict_proba', params=kw)
+    Pn = GaussianNB().fit(X[ca], t[ca], **kw).predict_proba(X[te])
+    if stage is not None: stage.fit(P, t[ca], sample_weight); P, Pn = stage.transform(P), stage.transform(Pn)
+    dc = deccal.DimFreeDeCal(deccal.Linear(), step='line-search', n_actions=est.n_actions_, beta=est.beta_, R1=est.R1_,
+                             eps=est.eps_, max_rounds=50, seed=0)
+    dc.fit(deccal.Embedding.from_probs(P, atol=1e-4), np.eye(10)[t[ca]], sample_weight=sample_weight)
+    return deccal.explicit_predictions(dc.transform(deccal.Embedding.from_probs(Pn, atol=1e-4)), deccal.Linear())
+
+
+def test_first_stage_none_is_the_estimator_without_it(digits):
+    X, t, clf, ca, te = digits
+    plain = DecisionCalibratedClassifier(GaussianNB(), cv=3).fit(X[ca], t[ca])
+    none = DecisionCalibratedClassifier(GaussianNB(), cv=3, first_stage=None).fit(X[ca], t[ca])
+    np.testing.assert_array_equal(none.calibrated_vectors(X[te]), plain.calibrated_vectors(X[te]))
+    np.testing.assert_array_equal(none.calibrated_vectors(X[te]), _by_hand(X, t, ca, te, none))
+    assert none.first_stage_ is None and plain.first_stage_ is None
+    assert 'first_stage' not in DecisionCalibratedRegressor().get_params()
+
+
+def test_first_stage_temperature_by_hand(digits):
+    X, t, clf, ca, te = digits
+    c = DecisionCalibratedClassifier(GaussianNB(), cv=3, first_stage='temperature').fit(X[ca], t[ca])
+    ts = TemperatureScaling()
+    V = c.calibrated_vectors(X[te])
+    np.testing.assert_allclose(V, _by_hand(X, t, ca, te, c, ts), rtol=0, atol=1e-10)
+    assert isinstance(c.first_stage_, TemperatureScaling) and c.first_stage_.T_ == ts.T_
+    assert np.abs(V - _by_hand(X, t, ca, te, c)).max() > 0.01             # the stage changed the result
+    names = np.array(list('abcdefghij'))                                    # labels of another type: the same stage
+    s = DecisionCalibratedClassifier(GaussianNB(), cv=3, first_stage='temperature').fit(X[ca], names[t[ca]])
+    np.testing.assert_array_equal(s.calibrated_vectors(X[te]), V)
+    w = np.random.default_rng(6).uniform(0, 2, len(ca))                    # the weights reach the stage
+    cw = DecisionCalibratedClassifier(GaussianNB(), cv=3, first_stage='temperature').fit(X[ca], t[ca], sample_weight=w)
+    tw, tu = TemperatureScaling(), TemperatureScaling()
+    np.testing.assert_allclose(cw.calibrated_vectors(X[te]), _by_hand(X, t, ca, te, cw, tw, sample_weight=w),
+                               rtol=0, atol=1e-10)
+    assert cw.first_stage_.T_ == tw.T_
+    _by_hand(X, t, ca, te, cw, tu, sample_weight=None)
+    assert abs(tw.T_ - tu.T_) > 1e-3
+
+
+def test_first_stage_auto_and_pickle(digits):
+    X, t, clf, ca, te = digits
+    c = DecisionCalibratedClassifier(GaussianNB(), cv=3, first_stage='auto', random_state=3).fit(X[ca], t[ca])
+    P = cross_val_predict(GaussianNB(), X[ca], t[ca], cv=3, method='predict_proba')
+    sel = select_first_stage(P, t[ca], seed=3)
+    assert isinstance(c.first_stage_, FirstStageSelection) and c.first_stage_.name == sel.name
+    np.testing.assert_allclose(c.calibrated_vectors(X[te]), _by_hand(X, t, ca, te, c, FIRST_STAGES[sel.name]()),
+                               rtol=0, atol=1e-10)
+    again = pickle.loads(pickle.dumps(c))
+    np.testing.assert_array_equal(again.predict_proba(X[te]), c.predict_proba(X[te]))
+
+
+@pytest.mark.parametrize('bad', ['platt', 'Temperature', 'auto ', 3, ('temperature',)])
+def test_first_stage_bad_name(digits, bad):
+    X, t, clf, ca, te = digits
+    with pytest.raises(ValueError, match="The 'first_stage' parameter of DecisionCalibratedClassifier must be"):
+        DecisionCalibratedClassifier(FrozenEstimator(clf), first_stage=bad).fit(X[ca], t[ca])
+
+
+def test_sklearn_estimator_checks_with_a_first_stage():
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        check_estimator(DecisionCalibratedClassifier(cv=3, first_stage='temperature'),
+                        expected_failed_checks=_EXPECTED_FAILED_CHECKS['DecisionCalibratedClassifier'])
