@@ -25,6 +25,7 @@ from .checks import check_array, as_points, check_sample_weight, patch
 from .kernels import Kernel, Linear, RBF, KERNELS, make_kernel
 from .losses import Loss
 from .embedding import Embedding
+from .first_stage import FIRST_STAGES, select_first_stage
 from .audit import explicit_predictions
 from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
@@ -132,8 +133,9 @@ class _DecisionCalibratedBase(BaseEstimator):
                               **self._y_options)
         Xb = X if hasattr(X, 'iloc') else Xv          # a DataFrame goes to the base estimator as it is (column names)
         t = self._target(est, y)                      # the outcomes, the kernel and the default rules of the subclass
+        seed = _seed(self.random_state)
         cal = _calibrator(self.method, t.kernel, n_actions=t.n_actions, beta=t.beta, R1=t.R1, eps=t.eps,
-                          max_rounds=self.max_rounds, seed=_seed(self.random_state), verbose=bool(self.verbose),
+                          max_rounds=self.max_rounds, seed=seed, verbose=bool(self.verbose),
                           early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
                           n_iter_no_change=self.n_iter_no_change)
         cal.checked_params()                          # every option checked before the base estimator's fits
@@ -146,15 +148,21 @@ class _DecisionCalibratedBase(BaseEstimator):
             self.estimator_ = clone(est).fit(Xb, y, **params)
         for name, value in t.fitted.items(): setattr(self, name, value)
         self.n_actions_, self.R1_, self.beta_, self.eps_ = t.n_actions, t.R1, t.beta, t.eps
+        Z = self._fit_first_stage(Z, t.Y, sample_weight, seed)   # the classifier's optional first stage
         self.calibrator_ = cal.fit(self._embed(Z), t.Y, sample_weight=sample_weight)
         return self
+
+    def _fit_first_stage(self, Z, Y, sample_weight, seed:int):
+        "The base model's output on the calibration sample, unchanged (the classifier may put a first stage here)."
+        return Z
 
 # %% ../nbs/85_estimators.ipynb #d733b42b
 class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
     "A classifier's probabilities, decision calibrated for cost-matrix decision makers (linear kernel, one-hot labels)."
     _parameter_constraints: dict = {**_DecisionCalibratedBase._parameter_constraints,
                                     'estimator': [HasMethods(['fit', 'predict_proba']), None],
-                                    'costs': ['array-like', None]}
+                                    'costs': ['array-like', None],
+                                    'first_stage': [StrOptions(set(FIRST_STAGES) | {'auto'}), None]}
     _default_estimator = LogisticRegression
 
     def __init__(self,
@@ -171,6 +179,10 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         R1:float=None,
         eps:float=None,                  # the calibrator's target (default: 0.01 R1)
         method:str='dimfree',            # 'dimfree' (Algorithm 1, line-search step) or 'zhao' (regularized Zhao et al.)
+        # a calibrator fitted on the calibration probabilities before the rounds: None (none), a name of
+        # deccal.first_stage.FIRST_STAGES ('temperature', 'vector', 'matrix', 'isotonic', 'none') or 'auto'
+        # (select_first_stage with its default candidates)
+        first_stage:str=None,
         # folds for the out-of-fold probabilities (int, splitter or iterable; unused with FrozenEstimator)
         cv=5,
         max_rounds:int=50,               # cap on the calibrator's rounds
@@ -184,7 +196,7 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         super().__init__(estimator, n_actions=n_actions, beta=beta, R1=R1, eps=eps, method=method, cv=cv,
                          max_rounds=max_rounds, early_stopping=early_stopping, validation_fraction=validation_fraction,
                          n_iter_no_change=n_iter_no_change, random_state=random_state, verbose=verbose)
-        self.costs = costs
+        self.costs, self.first_stage = costs, first_stage
 
 # %% ../nbs/85_estimators.ipynb #e821a017
 def _defaults(C:int, costs, n_actions, beta, R1, eps) -> tuple:
@@ -231,6 +243,24 @@ def _out_of_fold(self:DecisionCalibratedClassifier, est, Xb, Xv, y, params:dict,
 @patch
 def _embed(self:DecisionCalibratedClassifier, P) -> Embedding: return Embedding.from_probs(P, atol=1e-4)
 
+# %% ../nbs/85_estimators.ipynb #x
+@patch
+def _fit_first_stage(self:DecisionCalibratedClassifier,
+                     P,              # (n, C) the calibration probabilities (out of fold, or the frozen model's)
+                     Y,              # (n, C) the one-hot labels, columns in the order of `classes_`
+                     sample_weight,  # (n,) checked weights, or None
+                     seed:int,       # the seed of the fit (the folds of 'auto')
+                    ) -> np.ndarray: # (n, C) what the rounds run on
+    "Fit the `first_stage` on (P, labels) and set `first_stage_` (None without one); return its output on P."
+    if self.first_stage is None:
+        self.first_stage_ = None
+        return P
+    y = Y.argmax(1)
+    if self.first_stage == 'auto': self.first_stage_ = select_first_stage(P, y, seed=seed, sample_weight=sample_weight)
+    else: self.first_stage_ = FIRST_STAGES[self.first_stage]().fit(P, y, sample_weight)
+    return self.first_stage_.transform(P)
+
+
 # %% ../nbs/85_estimators.ipynb #3e5903e5
 def project_simplex(V, # (n, C) vectors
                    ) -> np.ndarray: # (n, C) their Euclidean projections onto the probability simplex
@@ -265,9 +295,10 @@ def _check_X(est, X):
 def calibrated_vectors(self:DecisionCalibratedClassifier,
                        X, # (n, n_features) features
                       ) -> np.ndarray: # (n, C) in R^C: entries may leave [0, 1], rows may not sum to 1
-    "The calibrated predictions as vectors of R^C, columns in the order of `classes_`: what the guarantee is about."
+    "The calibrated predictions (after `first_stage_`, if any) as vectors of R^C, in the order of `classes_`."
     _check_fitted(self)
     P = self.estimator_.predict_proba(_check_X(self, X))
+    if getattr(self, 'first_stage_', None) is not None: P = self.first_stage_.transform(P)
     return explicit_predictions(self.calibrator_.transform(self._embed(P)), Linear())
 
 # %% ../nbs/85_estimators.ipynb #ac213d78
