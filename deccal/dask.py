@@ -288,9 +288,7 @@ def fit_on_dask(cal:DimFreeDeCal,  # the calibrator being fitted
         return LocalRows.build(k_, basis, to_u, ph, Yh, hw)
 
     make_rows = lambda basis, to_u: _DaskRows.build(Rows, k_, basis, to_u, pred, Y, weights, traffic)
-    cal.run_rounds(
-        params, n, R2, cal.rounds_cap(R2, params), fetch_rows, make_rows, None if hold is None else make_hold, t0
-    )
+    cal.run_rounds(params, n, R2, fetch_rows, make_rows, None if hold is None else make_hold, t0)
     cal.dask_traffic_ = dict(traffic, rounds=len(cal.all_rounds_), blocks=len(pred.chunks))
     return cal
 

@@ -255,7 +255,6 @@ def run_rounds(self:DimFreeDeCal,
                params:dict,     # the checked parameters
                n:int,           # the number of rows the patches are fitted on
                R2:float,        # the radius of the prediction ball
-               caps:tuple,      # (the theorem's bound on rounds, the cap the fit uses)
                fetch_rows,      # fetch_rows(idx) -> (Embedding, Y) of rows idx (sorted), in memory: the basis's
                make_rows,       # make_rows(basis, to_u) -> the row blocks (LocalRows, or a backend's blocks)
                make_hold,       # the same for the held-out rows, or None
@@ -264,7 +263,7 @@ def run_rounds(self:DimFreeDeCal,
               ) -> DimFreeDeCal:
     """Algorithm 1 (or 2: `patch_directions` decides) for every path: each round audits (`audit_round`), stops or
     patches every block; early stopping keeps the round with the lowest held-out square loss."""
-    bound, max_rounds = caps
+    bound, max_rounds = self.rounds_cap(R2, params)
     start = self.start_rows(params, n, R2, fetch_rows, make_rows, make_hold)
     rows, hold, to_u, basis = start['rows'], start['hold'], start['to_u'], start['basis']
     n_search, rng = min(n, params['search_max']), np.random.default_rng(params['seed'])
@@ -321,7 +320,7 @@ def fit(self:DimFreeDeCal,
     else a `validation_fraction` of the sample, which the patches then never see) decide when to stop and which round
     to keep."""
     t0 = time.perf_counter()
-    params = self.checked_params()                          # what this fit (and the fitted calibrator) uses
+    params = self.checked_params()                     # what this fit (and the fitted calibrator) uses
     elsewhere = backend_for('fit', pred, Y)            # data held elsewhere (deccal.dask): that backend's fit
     if elsewhere is not None: return elsewhere(self, params, pred, Y, holdout, sample_weight, t0)
     if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
@@ -334,13 +333,13 @@ def fit(self:DimFreeDeCal,
     weights = None if sample_weight is None else check_sample_weight(sample_weight, n, 'pred')   # None: equal
     held_w = None                                      # the held-out part's weights (None: equal)
     R2 = radius(params, kern.diag(Y).max(), pred.sq_norms(kern).max())
-    if params['early_stopping'] and holdout is None:        # set a validation part aside: the patches never see it
+    if params['early_stopping'] and holdout is None:   # set a validation part aside: the patches never see it
         held, fitted, held_w, weights = validation_split(params, n, weights)
         holdout = (pred[held], Y[held])
         pred, Y, n = pred[fitted], Y[fitted], len(fitted)
-    bound, max_rounds = self.rounds_cap(R2, params)
     parts = None                                       # sample='split': the rows each round audits
     if params['sample'] == "split":
+        max_rounds = self.rounds_cap(R2, params)[1]
         if max_rounds < 1: raise DeccalError('max_rounds', "sample='split' needs max_rounds >= 1")
         parts = [np.sort(q) for q in np.array_split(np.random.default_rng(params['seed']).permutation(n), max_rounds)]
         if min(len(q) for q in parts) < 2:
@@ -349,9 +348,7 @@ def fit(self:DimFreeDeCal,
             raise DeccalError('sample_weight', "a round's part of the sample has total weight 0 (sample='split')")
     make_hold = None if holdout is None else lambda basis, to_u: LocalRows.build(kern, basis, to_u, *holdout, held_w)
     make_rows = lambda basis, to_u: LocalRows.build(kern, basis, to_u, pred, Y, weights)
-    return self.run_rounds(
-        params, n, R2, (bound, max_rounds), lambda idx: (pred[idx], Y[idx]), make_rows, make_hold, t0, parts
-    )
+    return self.run_rounds(params, n, R2, lambda idx: (pred[idx], Y[idx]), make_rows, make_hold, t0, parts)
 
 # %% ../nbs/08_dimfreedecal.ipynb #934fa49c
 @patch
