@@ -64,6 +64,7 @@ class DimFreeDeCal(Estimator):
                                                   # it stops falling
                  validation_fraction:float=0.2,   # share held out for early stopping when `fit` gets no `holdout`
                  n_iter_no_change:int=5,          # stop after this many rounds without a new lowest held-out loss
+                 learning_rate:float=1.0,         # nu in (0, 1]: each patch is nu times Algorithm 1's (shrinkage)
                 ):
         "Store the parameters as given (scikit-learn's convention); `fit` checks them."
         self.kernel, self.n_actions, self.beta, self.R1, self.R2, self.eps = kernel, n_actions, beta, R1, R2, eps
@@ -71,7 +72,7 @@ class DimFreeDeCal(Estimator):
         self.n_starts, self.max_iter, self.exact_max, self.trace_tol = n_starts, max_iter, exact_max, trace_tol
         self.max_rank, self.search_max, self.verbose = max_rank, search_max, verbose
         self.early_stopping, self.validation_fraction = early_stopping, validation_fraction
-        self.n_iter_no_change = n_iter_no_change
+        self.n_iter_no_change, self.learning_rate = n_iter_no_change, learning_rate
 
     param_checks = dict(          # parameter -> check(value, name) returning the value the fit uses
         kernel=check_kernel_param,
@@ -91,6 +92,7 @@ class DimFreeDeCal(Estimator):
         early_stopping=check_bool,
         validation_fraction=lambda v, nm: check_number(v, nm, 0.0, 1.0),
         n_iter_no_change=lambda v, nm: check_int(v, nm, 1),
+        learning_rate=lambda v, nm: check_number(v, nm, 0.0, 1.0, hi_closed=True),
     )
 
     def round_bound(self, R2:float, params:dict) -> float:
@@ -169,8 +171,10 @@ def rounds_cap(self:DimFreeDeCal,
                R2:float,   # the radius of the prediction ball
                params:dict,     # the checked parameters
               ) -> tuple:  # (the theorem's bound: an int, or inf when it overflows; the cap the fit uses)
-    "The theorem's bound on rounds and the cap the fit uses (`max_rounds`, or else the bound)."
-    bound = self.round_bound(R2, params)
+    """The theorem's bound on rounds and the cap the fit uses (`max_rounds`, or else the bound). A learning rate
+    nu < 1 divides the bound by nu: a patch nu times as long still lowers the square loss by at least nu times the
+    decrease the proof counts (the decrease is concave in the step and zero at step 0)."""
+    with np.errstate(over='ignore'): bound = self.round_bound(R2, params) / params['learning_rate']
     bound = int(np.ceil(bound)) if bound < 2.0**62 else float('inf')
     if params['max_rounds'] is None and bound == float('inf'):
         raise DeccalError('max_rounds', f"the theorem's bound on rounds overflows (R1 = {params['R1']:g}, R2 = {R2:g}, "
@@ -294,6 +298,7 @@ def run_rounds(self:DimFreeDeCal,
         # finds then looks calibrated on every row while a better search would still find a gap
         if max(r['value'], r['search_value']) <= target: stop = "target"; break
         Du, eta = self.patch_directions(r['g'], r['Gn'], r['Dhat'], params)   # line 4 of Algorithm 1
+        Du, eta = params['learning_rate'] * Du, params['learning_rate'] * eta  # shrinkage (1: the paper's patch)
         D = Du @ to_u
         rounds.append(dict(C=r['U'] @ to_u, D=D, KD=D @ basis.K, eta=eta))
         rows = rows.map('patch', r['U'], Du, params['beta'], R2)                # lines 5-6: patch, project

@@ -21,18 +21,20 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data, has_fit_parameter
 from .checks import DeccalError, DeccalTypeError, NotFittedError
-from .checks import check_array, as_points, check_sample_weight, patch
+from .checks import check_array, as_points, check_sample_weight, check_number, row_blocks, patch
 from .kernels import Kernel, Linear, RBF, KERNELS, make_kernel
 from .losses import Loss
 from .embedding import Embedding
-from .first_stage import FIRST_STAGES, select_first_stage
+from .first_stage import FIRST_STAGES, select_first_stage, stratified_folds, log_loss_rows
 from .audit import explicit_predictions
 from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
+from .crossfit import CrossFitDeCal
 from .metrics import cost_stack
 
 # %% auto #0
-__all__ = ['DecisionCalibratedClassifier', 'project_simplex', 'DecisionCalibratedRegressor', 'median_heuristic']
+__all__ = ['PROBA_FLOORS', 'DecisionCalibratedClassifier', 'project_simplex', 'project_simplex_floor',
+           'DecisionCalibratedRegressor', 'median_heuristic', 'residual_atoms', 'with_residuals']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -81,6 +83,10 @@ class _DecisionCalibratedBase(BaseEstimator):
         'early_stopping': ['boolean'],
         'validation_fraction': [Interval(Real, 0, 1, closed='neither')],
         'n_iter_no_change': [Interval(Integral, 1, None, closed='left')],
+        'n_folds': [Interval(Integral, 2, None, closed='left'), None],
+        'learning_rate': [Interval(Real, 0, 1, closed='right')],
+        'ensemble': ['boolean'],
+        'min_gain_se': [Interval(Real, 0, None, closed='left')],
         'random_state': ['random_state'],
         'verbose': ['verbose'],
     }
@@ -100,6 +106,12 @@ class _DecisionCalibratedBase(BaseEstimator):
         early_stopping:bool=True,        # stop on held-out square loss (validation_fraction of the calibration sample)
         validation_fraction:float=0.2,   # share of the calibration sample held out for early stopping
         n_iter_no_change:int=5,          # stop after this many rounds without a new lowest held-out square loss
+        # folds of the cross-fitting that decides how many rounds to keep (None: one validation split)
+        n_folds:int=5,
+        learning_rate:float=0.5,         # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1])
+        ensemble:bool=True,              # average the fold calibrators (True) or refit one on every row (False)
+        # keep rounds only if their cross-fitted square-loss gain exceeds this many standard errors
+        min_gain_se:float=2.0,
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
     ):
@@ -107,6 +119,7 @@ class _DecisionCalibratedBase(BaseEstimator):
         self.estimator, self.n_actions, self.beta, self.R1, self.eps = estimator, n_actions, beta, R1, eps
         self.method, self.cv, self.max_rounds, self.early_stopping = method, cv, max_rounds, early_stopping
         self.validation_fraction, self.n_iter_no_change = validation_fraction, n_iter_no_change
+        self.n_folds, self.learning_rate, self.ensemble, self.min_gain_se = n_folds, learning_rate, ensemble, min_gain_se
         self.random_state, self.verbose = random_state, verbose
 
     def _base_estimator(self):
@@ -137,7 +150,7 @@ class _DecisionCalibratedBase(BaseEstimator):
         cal = _calibrator(self.method, t.kernel, n_actions=t.n_actions, beta=t.beta, R1=t.R1, eps=t.eps,
                           max_rounds=self.max_rounds, seed=seed, verbose=bool(self.verbose),
                           early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
-                          n_iter_no_change=self.n_iter_no_change)
+                          n_iter_no_change=self.n_iter_no_change, learning_rate=self.learning_rate)
         cal.checked_params()                          # every option checked before the base estimator's fits
         if sample_weight is not None:                 # np.asarray: array-likes that only convert (sklearn checks)
             sample_weight = check_sample_weight(np.asarray(sample_weight), Xv.shape[0], 'X')
@@ -148,13 +161,26 @@ class _DecisionCalibratedBase(BaseEstimator):
             self.estimator_ = clone(est).fit(Xb, y, **params)
         for name, value in t.fitted.items(): setattr(self, name, value)
         self.n_actions_, self.R1_, self.beta_, self.eps_ = t.n_actions, t.R1, t.beta, t.eps
-        Z = self._fit_first_stage(Z, t.Y, sample_weight, seed)   # the classifier's optional first stage
-        self.calibrator_ = cal.fit(self._embed(Z), t.Y, sample_weight=sample_weight)
+        Z = self._fit_first_stage(Z, t.Y, sample_weight, seed)   # the start of the rounds (a first stage)
+        start = self._embed(Z)
+        if self.n_folds is None: self.calibrator_ = cal.fit(start, t.Y, sample_weight=sample_weight)
+        else:                                         # rounds kept only on cross-fitted evidence
+            cf = CrossFitDeCal(cal, n_folds=self.n_folds, min_gain_se=self.min_gain_se, ensemble=self.ensemble,
+                               seed=seed)
+            self.calibrator_ = cf.fit(start, t.Y, sample_weight=sample_weight, folds=self._folds(t.Y, seed))
+        self._fit_output(start, t.Y, sample_weight)
         return self
 
     def _fit_first_stage(self, Z, Y, sample_weight, seed:int):
-        "The base model's output on the calibration sample, unchanged (the classifier may put a first stage here)."
+        "The base model's output on the calibration sample, unchanged (a subclass may put a first stage here)."
         return Z
+
+    def _folds(self, Y, seed:int):
+        "The folds of the cross-fitting (None: random folds; a subclass may stratify)."
+        return None
+
+    def _fit_output(self, start, Y, sample_weight):
+        "After the calibrator: what the subclass's predictions need (the classifier's probability floor)."
 
 # %% ../nbs/85_estimators.ipynb #d733b42b
 class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
@@ -181,21 +207,29 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         method:str='dimfree',            # 'dimfree' (Algorithm 1, line-search step) or 'zhao' (regularized Zhao et al.)
         # a calibrator fitted on the calibration probabilities before the rounds: None (none), a name of
         # deccal.first_stage.FIRST_STAGES ('temperature', 'vector', 'matrix', 'isotonic', 'none') or 'auto'
-        # (select_first_stage with its default candidates)
-        first_stage:str=None,
+        # (select_first_stage with its default candidates: the better of none and temperature scaling, unless a
+        # richer map beats it out of fold by 2 paired standard errors)
+        first_stage:str='auto',
         # folds for the out-of-fold probabilities (int, splitter or iterable; unused with FrozenEstimator)
         cv=5,
         max_rounds:int=50,               # cap on the calibrator's rounds
         early_stopping:bool=True,        # stop on held-out square loss (validation_fraction of the calibration sample)
         validation_fraction:float=0.2,   # share of the calibration sample held out for early stopping
         n_iter_no_change:int=5,          # stop after this many rounds without a new lowest held-out square loss
+        # folds of the cross-fitting that decides how many rounds to keep (None: one validation split)
+        n_folds:int=5,
+        learning_rate:float=0.5,         # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1])
+        ensemble:bool=True,              # average the fold calibrators (True) or refit one on every row (False)
+        # keep rounds only if their cross-fitted square-loss gain exceeds this many standard errors
+        min_gain_se:float=2.0,
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
     ):
         "Store the parameters as given (scikit-learn's convention); `fit` checks them."
         super().__init__(estimator, n_actions=n_actions, beta=beta, R1=R1, eps=eps, method=method, cv=cv,
                          max_rounds=max_rounds, early_stopping=early_stopping, validation_fraction=validation_fraction,
-                         n_iter_no_change=n_iter_no_change, random_state=random_state, verbose=verbose)
+                         n_iter_no_change=n_iter_no_change, n_folds=n_folds, learning_rate=learning_rate,
+                         ensemble=ensemble, min_gain_se=min_gain_se, random_state=random_state, verbose=verbose)
         self.costs, self.first_stage = costs, first_stage
 
 # %% ../nbs/85_estimators.ipynb #e821a017
@@ -261,6 +295,12 @@ def _fit_first_stage(self:DecisionCalibratedClassifier,
     return self.first_stage_.transform(P)
 
 
+# %% ../nbs/85_estimators.ipynb #ac1b5957
+@patch
+def _folds(self:DecisionCalibratedClassifier, Y, seed:int) -> np.ndarray:
+    "The cross-fitting's folds, stratified by class (deccal.first_stage.stratified_folds)."
+    return stratified_folds(Y.argmax(1), self.n_folds, seed)
+
 # %% ../nbs/85_estimators.ipynb #3e5903e5
 def project_simplex(V, # (n, C) vectors
                    ) -> np.ndarray: # (n, C) their Euclidean projections onto the probability simplex
@@ -273,6 +313,17 @@ def project_simplex(V, # (n, C) vectors
     rho = (U - css / k > 0).sum(axis=1)                 # support size: largest k with u_k > (sum_{j<=k} u_j - 1) / k
     tau = css[np.arange(n), rho - 1] / rho
     return np.maximum(V - tau[:, None], 0.0)
+
+# %% ../nbs/85_estimators.ipynb #bf83bfd1
+def project_simplex_floor(V,           # (n, C) vectors
+                          P,           # (n, C) probabilities, the floor's shape (the start of the calibration)
+                          alpha:float, # the floor's share, in [0, 1)
+                         ) -> np.ndarray: # (n, C) the closest p with p >= alpha P and rows summing to 1
+    "The Euclidean projection of each row of V onto {p >= alpha P, sum p = 1} (the simplex for alpha = 0)."
+    alpha = check_number(alpha, 'alpha', 0.0, 1.0, lo_closed=True)
+    P = check_array(P, 'P', ndim=2)
+    if P.shape != np.shape(V): raise DeccalError('P', f"shape {P.shape} differs from V's {np.shape(V)}")
+    return alpha * P + (1 - alpha) * project_simplex((np.asarray(V, float) - alpha * P) / (1 - alpha))
 
 # %% ../nbs/85_estimators.ipynb #7a145ab1
 class _NotFittedError(NotFittedError, sklearn.exceptions.NotFittedError):
@@ -290,24 +341,66 @@ def _check_X(est, X):
     Xv = validate_data(est, X, reset=False, accept_sparse=['csr', 'csc'], dtype=None, ensure_all_finite=False)
     return X if hasattr(X, 'iloc') else Xv
 
+# %% ../nbs/85_estimators.ipynb #336b2256
+@patch
+def start_probabilities(self:DecisionCalibratedClassifier,
+                        X, # (n, n_features) features
+                       ) -> np.ndarray: # (n, C) probabilities, in the order of `classes_`
+    "Where the rounds start: the base model's probabilities after `first_stage_` (if any)."
+    _check_fitted(self)
+    P = self.estimator_.predict_proba(_check_X(self, X))
+    return P if getattr(self, 'first_stage_', None) is None else self.first_stage_.transform(P)
+
+# %% ../nbs/85_estimators.ipynb #c0720ed3
+def _n_atoms(cal) -> int:
+    "How many shared atoms a calibrated embedding carries (every member's basis, for a cross-fitted calibrator)."
+    return sum(m.basis_.m for m in cal.members_) if isinstance(cal, CrossFitDeCal) else cal.basis_.m
+
+# %% ../nbs/85_estimators.ipynb #84fa03c9
+@patch
+def vectors_from(self:DecisionCalibratedClassifier,
+                 P1, # (n, C) start probabilities (`start_probabilities`)
+                ) -> np.ndarray: # (n, C) the calibrated vectors
+    "The calibrator applied to start probabilities, in row blocks (the embedding of a block holds every round's atoms)."
+    V = np.empty_like(P1)
+    for i0, i1 in row_blocks(len(P1), 8.0 * (P1.shape[1] + 4 * _n_atoms(self.calibrator_))):
+        V[i0:i1] = explicit_predictions(self.calibrator_.transform(self._embed(P1[i0:i1])), Linear())
+    return V
+
 # %% ../nbs/85_estimators.ipynb #4f8822b1
 @patch
 def calibrated_vectors(self:DecisionCalibratedClassifier,
                        X, # (n, n_features) features
                       ) -> np.ndarray: # (n, C) in R^C: entries may leave [0, 1], rows may not sum to 1
     "The calibrated predictions (after `first_stage_`, if any) as vectors of R^C, in the order of `classes_`."
-    _check_fitted(self)
-    P = self.estimator_.predict_proba(_check_X(self, X))
-    if getattr(self, 'first_stage_', None) is not None: P = self.first_stage_.transform(P)
-    return explicit_predictions(self.calibrator_.transform(self._embed(P)), Linear())
+    return self.vectors_from(self.start_probabilities(X))
 
 # %% ../nbs/85_estimators.ipynb #ac213d78
 @patch
 def predict_proba(self:DecisionCalibratedClassifier,
                   X, # (n, n_features) features
                  ) -> np.ndarray: # (n, C) probabilities, columns in the order of `classes_`
-    "Valid probabilities: the Euclidean projection of `calibrated_vectors(X)` onto the probability simplex."
-    return project_simplex(self.calibrated_vectors(X))
+    """Valid probabilities: `calibrated_vectors(X)` projected onto the simplex, keeping a share `proba_floor_` of the
+    start (the first stage's probabilities), so that no class the start deems possible gets probability 0."""
+    P1 = self.start_probabilities(X)
+    V = self.vectors_from(P1)
+    return project_simplex_floor(V, P1, getattr(self, 'proba_floor_', 0.0))
+
+# %% ../nbs/85_estimators.ipynb #ec88acc2
+PROBA_FLOORS = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1)   # the floors `fit` chooses among
+
+# %% ../nbs/85_estimators.ipynb #23b83a71
+@patch
+def _fit_output(self:DecisionCalibratedClassifier, start:Embedding, Y, sample_weight):
+    """`proba_floor_`: the floor of PROBA_FLOORS with the lowest log loss of the out-of-fold calibrated vectors
+    (each row by the fold calibrator that never saw it); 0 when no round is kept or without cross-fitting."""
+    cal = self.calibrator_
+    self.proba_floor_ = 0.0
+    if not isinstance(cal, CrossFitDeCal) or cal.best_round_ == 0: return
+    V, P1 = explicit_predictions(cal.out_of_fold(start), Linear()), explicit_predictions(start, Linear())
+    y = Y.argmax(1)
+    ll = [np.average(log_loss_rows(project_simplex_floor(V, P1, a), y), weights=sample_weight) for a in PROBA_FLOORS]
+    self.proba_floor_ = PROBA_FLOORS[int(np.argmin(ll))]
 
 # %% ../nbs/85_estimators.ipynb #7fea59bc
 @patch
@@ -320,34 +413,37 @@ def predict(self:DecisionCalibratedClassifier,
 
 # %% ../nbs/85_estimators.ipynb #24698df1
 def _cost_matrix(costs, C:int) -> np.ndarray:
-    "An (A, C) cost matrix from an array or from a deccal Loss on one-hot outcomes (its value at each class)."
+    "An (A, C) cost matrix, or (n, A, C) costs per row, from an array or a deccal Loss on one-hot outcomes."
     if isinstance(costs, Loss):
         if costs.dim != C:
             raise DeccalError('costs', f"the loss is on R^{costs.dim} but the outcomes are one-hot vectors of R^{C}")
         return costs.value(np.eye(C)).T
-    a = check_array(costs, 'costs', ndim=2)
-    if a.shape[1] != C:
-        raise DeccalError('costs', f"has {a.shape[1]} columns (one per class) but there are {C} classes")
+    a = check_array(costs, 'costs', ndim=(2, 3))
+    if a.shape[-1] != C:
+        raise DeccalError('costs', f"has {a.shape[-1]} columns (one per class) but there are {C} classes")
     return a
 
 # %% ../nbs/85_estimators.ipynb #dbbfc488
 @patch
 def predict_loss(self:DecisionCalibratedClassifier,
                  X,      # (n, n_features) features
-                 # (A, C) cost matrix, costs[a, c] the cost of action a when the class is classes_[c];
-                 # or a deccal Loss on one-hot outcomes
+                 # (A, C) cost matrix, costs[a, c] the cost of action a when the class is classes_[c]; (n, A, C)
+                 # costs that differ per row; or a deccal Loss on one-hot outcomes
                  costs,
                 ) -> np.ndarray: # (n, A) expected costs
-    "Expected cost of each action under the calibrated predictions: `calibrated_vectors(X) @ costs.T`."
+    "Expected cost of each action under the calibrated predictions: `calibrated_vectors(X) @ costs.T` (row by row)."
     _check_fitted(self)
     R = _cost_matrix(costs, len(self.classes_))
-    return self.calibrated_vectors(X) @ R.T
+    V = self.calibrated_vectors(X)
+    if R.ndim == 2: return V @ R.T
+    if len(R) != len(V): raise DeccalError('costs', f"has costs for {len(R)} rows but X has {len(V)}")
+    return np.einsum('nc,nac->na', V, R)
 
 # %% ../nbs/85_estimators.ipynb #fc3ef70e
 @patch
 def predict_action(self:DecisionCalibratedClassifier,
                    X,      # (n, n_features) features
-                   costs,  # (A, C) cost matrix or a deccal Loss on one-hot outcomes
+                   costs,  # (A, C) cost matrix, (n, A, C) costs per row, or a deccal Loss on one-hot outcomes
                   ) -> np.ndarray: # (n,) actions, indices 0..A-1
     "The action of least expected cost (the best response to `predict_loss`)."
     return np.argmin(self.predict_loss(X, costs), axis=1)
@@ -382,20 +478,28 @@ class DecisionCalibratedRegressor(RegressorMixin, _DecisionCalibratedBase):
         eps:float=None,                  # the calibrator's target (default: 0.01 R1 R2)
         method:str='dimfree',            # 'dimfree' (Algorithm 1, line-search step) or 'zhao' (regularized Zhao et al.)
         cv=5,                            # folds for the out-of-fold predictions (unused with FrozenEstimator)
-        # 1-D outcomes and a predict(X, return_std=True): the Gaussian predictive as this many quantiles
-        # (0: point predictions)
+        # atoms of the predictive distribution the rounds start from: with 1-D outcomes and a
+        # predict(X, return_std=True), this many quantiles of the Gaussian predictive; else the point prediction plus
+        # this many residuals of the calibration sample (0: point predictions)
         n_samples:int=16,
         max_rounds:int=50,               # cap on the calibrator's rounds
         early_stopping:bool=True,        # stop on held-out square loss (validation_fraction of the calibration sample)
         validation_fraction:float=0.2,   # share of the calibration sample held out for early stopping
         n_iter_no_change:int=5,          # stop after this many rounds without a new lowest held-out square loss
+        # folds of the cross-fitting that decides how many rounds to keep (None: one validation split)
+        n_folds:int=5,
+        learning_rate:float=0.5,         # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1])
+        ensemble:bool=True,              # average the fold calibrators (True) or refit one on every row (False)
+        # keep rounds only if their cross-fitted square-loss gain exceeds this many standard errors
+        min_gain_se:float=2.0,
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
     ):
         "Store the parameters as given (scikit-learn's convention); `fit` checks them."
         super().__init__(estimator, n_actions=n_actions, beta=beta, R1=R1, eps=eps, method=method, cv=cv,
                          max_rounds=max_rounds, early_stopping=early_stopping, validation_fraction=validation_fraction,
-                         n_iter_no_change=n_iter_no_change, random_state=random_state, verbose=verbose)
+                         n_iter_no_change=n_iter_no_change, n_folds=n_folds, learning_rate=learning_rate,
+                         ensemble=ensemble, min_gain_se=min_gain_se, random_state=random_state, verbose=verbose)
         self.losses, self.kernel, self.n_samples = losses, kernel, n_samples
 
     def __sklearn_tags__(self):
@@ -472,6 +576,33 @@ def _base_predictions(est, X, kernel:Kernel, d:int, n_samples:int) -> np.ndarray
     if getattr(kernel, 'name', None) == 'min': Z = np.clip(Z, 0.0, 1.0)
     return Z
 
+# %% ../nbs/85_estimators.ipynb #c18bfb96
+def residual_atoms(R,              # (n, d) residuals y_i - yhat(x_i) of the calibration sample
+                   B:int,          # how many atoms
+                   sample_weight,  # (n,) weights, or None
+                   seed:int,       # seed of the draw (d > 1)
+                  ) -> np.ndarray: # (min(B, n), d) residual atoms
+    "B residuals: weighted quantiles at levels (k + 1/2) / B for d = 1; B rows drawn without replacement for d > 1."
+    n, d = R.shape
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, float)
+    if d == 1:
+        o = np.argsort(R[:, 0], kind='stable')
+        cw = np.cumsum(w[o]) / w.sum()
+        levels = (np.arange(B) + 0.5) / B
+        return R[o[np.minimum(np.searchsorted(cw, levels), n - 1)]]
+    keep = np.flatnonzero(w > 0)
+    idx = np.random.default_rng([seed, 11]).choice(keep, min(B, len(keep)), replace=False, p=w[keep] / w[keep].sum())
+    return R[np.sort(idx)]
+
+# %% ../nbs/85_estimators.ipynb #a4df18f1
+def with_residuals(Z,           # (n, 1, d) point predictions
+                   residuals,   # (B, d) residual atoms
+                   kernel:Kernel,
+                  ) -> np.ndarray: # (n, B, d) the residual distributions' atoms (clipped to [0, 1] for 'min')
+    "Each point prediction plus every residual atom: the atoms of the start distribution."
+    Z = Z + residuals[None, :, :]
+    return np.clip(Z, 0.0, 1.0) if getattr(kernel, 'name', None) == 'min' else Z
+
 # %% ../nbs/85_estimators.ipynb #3973ff8a
 @patch
 def _target(self:DecisionCalibratedRegressor, est, y) -> _Target:
@@ -485,7 +616,7 @@ def _target(self:DecisionCalibratedRegressor, est, y) -> _Target:
     A, R1, beta, eps, R2 = _regressor_defaults(losses, Y, kernel, self.n_actions, self.beta, self.R1, self.eps)
     d, n_samples = Y.shape[1], self.n_samples
     predict = lambda est, X: _base_predictions(est, X, kernel, d, n_samples)
-    return _Target(Y, kernel, A, R1, beta, eps, predict, dict(kernel_=kernel, R2_=R2))
+    return _Target(Y, kernel, A, R1, beta, eps, predict, dict(kernel_=kernel, R2_=R2, n_outputs_=d))
 
 # %% ../nbs/85_estimators.ipynb #9c6d89b9
 @patch
@@ -500,9 +631,30 @@ def _out_of_fold(self:DecisionCalibratedRegressor, est, Xb, Xv, y, params:dict, 
                                 "out-of-fold prediction")
     return np.stack([parts[i] for i in range(len(y))])
 
+# %% ../nbs/85_estimators.ipynb #9de28e76
+@patch
+def _fit_first_stage(self:DecisionCalibratedRegressor, Z, Y, sample_weight, seed:int) -> np.ndarray:
+    """The start of the rounds: point predictions plus `n_samples` residual atoms of the calibration sample (sets
+    `residuals_`); a Gaussian predictive, or point predictions (`n_samples=0`), as they are."""
+    self.residuals_ = None
+    if Z.shape[1] != 1 or not self.n_samples: return Z
+    self.residuals_ = residual_atoms(Y - Z[:, 0, :], self.n_samples, sample_weight, seed)
+    return with_residuals(Z, self.residuals_, self.kernel_)
+
 # %% ../nbs/85_estimators.ipynb #a791a0f1
 @patch
 def _embed(self:DecisionCalibratedRegressor, Z) -> Embedding: return Embedding.from_samples(Z)
+
+# %% ../nbs/85_estimators.ipynb #7dcf4f98
+@patch
+def start_atoms(self:DecisionCalibratedRegressor,
+                X, # (n, n_features) features
+               ) -> np.ndarray: # (n, B, d) atoms of the start distribution (equal weights)
+    "Where the rounds start: the base model's predictive atoms, plus the residual atoms `residuals_` (if any)."
+    _check_fitted(self)
+    Z = _base_predictions(self.estimator_, _check_X(self, X), self.kernel_, self.n_outputs_, self.n_samples)
+    res = getattr(self, 'residuals_', None)
+    return Z if res is None else with_residuals(Z, res, self.kernel_)
 
 # %% ../nbs/85_estimators.ipynb #bfec46a5
 @patch
@@ -511,9 +663,7 @@ def calibrated_embedding(self:DecisionCalibratedRegressor,
                         ) -> Embedding: # the calibrated predictions p(x) in the RKHS of `kernel_`
     "The calibrated predictions as a deccal `Embedding` (loss estimates, audits, reliability diagrams take it)."
     _check_fitted(self)
-    d = self.calibrator_.basis_.P.dim
-    Z = _base_predictions(self.estimator_, _check_X(self, X), self.kernel_, d, self.n_samples)
-    return self.calibrator_.transform(self._embed(Z))
+    return self.calibrator_.transform(self._embed(self.start_atoms(X)))
 
 # %% ../nbs/85_estimators.ipynb #07833d10
 @patch

@@ -13,10 +13,10 @@ from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_array, 
 from .params import Estimator
 
 # %% auto #0
-__all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'FIRST_STAGES', 'check_probabilities', 'check_labels', 'brier_rows', 'log_loss_rows',
-           'weighted_mean_se', 'FirstStage', 'NoCalibration', 'softmax_nll', 'clipped_log', 'TemperatureScaling',
-           'VectorScaling', 'MatrixScaling', 'pava', 'isotonic_fit', 'IsotonicCalibration', 'FirstStageSelection',
-           'stratified_folds', 'select_first_stage']
+__all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'FIRST_STAGES', 'SIMPLE_STAGES', 'check_probabilities', 'check_labels', 'brier_rows',
+           'log_loss_rows', 'weighted_mean_se', 'FirstStage', 'NoCalibration', 'softmax_nll', 'clipped_log',
+           'TemperatureScaling', 'VectorScaling', 'MatrixScaling', 'pava', 'isotonic_fit', 'IsotonicCalibration',
+           'FirstStageSelection', 'stratified_folds', 'select_first_stage']
 
 # %% ../nbs/84_first_stage.ipynb #89dd8c04
 ROW_SUM_TOL = 1e-6     # how far a row of probabilities may sum from 1
@@ -314,6 +314,7 @@ class IsotonicCalibration(FirstStage):
 # %% ../nbs/84_first_stage.ipynb #f4fb4768
 FIRST_STAGES = dict(none=NoCalibration, temperature=TemperatureScaling, vector=VectorScaling, matrix=MatrixScaling,
                     isotonic=IsotonicCalibration)   # the candidates' names and classes
+SIMPLE_STAGES = ('none', 'temperature')              # at most one parameter: chosen between on the point estimate
 
 # %% ../nbs/84_first_stage.ipynb #bbeefecc
 @dataclass
@@ -323,14 +324,15 @@ class FirstStageSelection:
     stage:FirstStage     # it, fitted on all rows
     scores:dict          # name -> dict(brier, brier_se, log_loss, log_loss_se, gain, gain_se) out of fold
     folds:np.ndarray = field(repr=False)   # (n,) each row's fold
+    reference:str = 'none'                 # the simple choice the gains are measured against
 
     def transform(self, P) -> np.ndarray:
         "The chosen stage's transform."
         return self.stage.transform(P)
 
     def table(self) -> str:
-        "The scores as a text table (gain: Brier of 'none' minus this candidate's, paired; * marks the choice)."
-        lines = [f"{'':12}{'Brier':>18}{'log loss':>18}{'gain over none':>22}"]
+        "The scores as a text table (gain: Brier of `reference` minus this candidate's, paired; * marks the choice)."
+        lines = [f"{'':12}{'Brier':>18}{'log loss':>18}{'gain over ' + self.reference:>22}"]
         for nm, s in self.scores.items():
             g = '' if np.isnan(s['gain']) else f"{s['gain']:+.5f} ± {s['gain_se']:.5f}"
             lines.append(f"{('*' if nm == self.name else ' ') + nm:12}{s['brier']:>9.5f} ± {s['brier_se']:.5f}"
@@ -364,18 +366,20 @@ def _check_candidates(candidates) -> tuple:
 def select_first_stage(P,                   # (n, C) class probabilities of the calibration sample
                        y,                   # (n,) labels 0..C-1
                        *,
-                       candidates=('none', 'temperature', 'vector', 'isotonic'),  # names from FIRST_STAGES
+                       candidates=('none', 'temperature', 'vector', 'matrix', 'isotonic'),  # names from FIRST_STAGES
                        cv:int=5,            # folds of the cross-fitting (2 <= cv <= n)
                        seed:int=0,          # seed of the folds
                        sample_weight=None,  # (n,) weights >= 0, or None
                        params:dict=None,    # name -> keyword options of that candidate, e.g. {'vector': {'reg': 0.01}}
+                       margin:float=2.0,    # a richer candidate must beat the simple choice by this many paired SEs
                       ) -> FirstStageSelection:
-    "Cross-fit each candidate; keep 'none' unless another beats its out-of-fold Brier score by > 2 paired SEs."
+    "Cross-fit each candidate; the better simple one, unless a richer one beats it by > `margin` paired SEs (Brier)."
     cand = _check_candidates(candidates)
     P = check_probabilities(P)
     y = check_labels(y, len(P), P.shape[1])
     w = check_sample_weight(sample_weight, len(P), 'P')
     cv, seed, params = check_int(cv, 'cv', 2, len(P)), check_seed(seed), {} if params is None else params
+    margin = check_number(margin, 'margin', 0.0, lo_closed=True)
     if not isinstance(params, dict): raise DeccalTypeError('params', f"expected a dict, got {params!r}")
     for nm in params: check_choice(nm, 'params', cand)
     make = lambda nm: FIRST_STAGES[nm](**params.get(nm, {}))
@@ -389,13 +393,15 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
             if not w[tr].sum() > 0: raise DeccalError('sample_weight', f"all weights outside fold {k} are 0")
             oof[te] = make(nm).fit(P[tr], y[tr], w[tr]).transform(P[te])
         brier[nm], logl[nm] = brier_rows(oof, y), log_loss_rows(oof, y)
+    simple = [nm for nm in cand if nm in SIMPLE_STAGES] or [cand[0]]
+    ref = min(simple, key=lambda nm: weighted_mean_se(brier[nm], w)[0])   # the simple choice: the better point estimate
     scores = {}
     for nm in cand:
         b, bse = weighted_mean_se(brier[nm], w)
         ll, llse = weighted_mean_se(logl[nm], w)
-        g, gse = weighted_mean_se(brier['none'] - brier[nm], w) if 'none' in cand and nm != 'none' else (np.nan,) * 2
+        g, gse = weighted_mean_se(brier[ref] - brier[nm], w) if nm != ref else (np.nan,) * 2
         scores[nm] = dict(brier=b, brier_se=bse, log_loss=ll, log_loss_se=llse, gain=g, gain_se=gse)
-    beats = lambda nm: scores[nm]['gain'] > 2 * scores[nm]['gain_se']
-    eligible = [nm for nm in cand if 'none' not in cand or nm == 'none' or beats(nm)]
+    eligible = [ref] + [nm for nm in cand if nm not in simple and scores[nm]['gain'] > margin * scores[nm]['gain_se']]
     name = min(eligible, key=lambda nm: scores[nm]['brier'])
-    return FirstStageSelection(name, make(name).fit(P, y, w), scores, folds)
+    return FirstStageSelection(name, make(name).fit(P, y, w), scores, folds, ref)
+
