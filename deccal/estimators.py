@@ -25,6 +25,7 @@ from .checks import check_array, as_points, check_sample_weight, check_number, r
 from .kernels import Kernel, Linear, RBF, KERNELS, make_kernel
 from .losses import Loss
 from .embedding import Embedding
+from .distributions import project_simplex, project_onto_atoms, AtomDistribution
 from .first_stage import FIRST_STAGES, select_first_stage, stratified_folds, log_loss_rows
 from .audit import explicit_predictions
 from .dimfree import DimFreeDeCal
@@ -33,8 +34,8 @@ from .crossfit import CrossFitDeCal
 from .metrics import cost_stack
 
 # %% auto #0
-__all__ = ['PROBA_FLOORS', 'DecisionCalibratedClassifier', 'project_simplex', 'project_simplex_floor',
-           'DecisionCalibratedRegressor', 'median_heuristic', 'residual_atoms', 'with_residuals']
+__all__ = ['PROBA_FLOORS', 'DecisionCalibratedClassifier', 'project_simplex_floor', 'DecisionCalibratedRegressor',
+           'median_heuristic', 'residual_atoms', 'with_residuals']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -300,19 +301,6 @@ def _fit_first_stage(self:DecisionCalibratedClassifier,
 def _folds(self:DecisionCalibratedClassifier, Y, seed:int) -> np.ndarray:
     "The cross-fitting's folds, stratified by class (deccal.first_stage.stratified_folds)."
     return stratified_folds(Y.argmax(1), self.n_folds, seed)
-
-# %% ../nbs/85_estimators.ipynb #3e5903e5
-def project_simplex(V, # (n, C) vectors
-                   ) -> np.ndarray: # (n, C) their Euclidean projections onto the probability simplex
-    "The closest probability vector to each row of `V` (Euclidean distance): max(v - tau, 0), tau making the row sum 1."
-    V = check_array(V, 'V', ndim=2)
-    n, C = V.shape
-    U = -np.sort(-V, axis=1)                            # each row sorted in decreasing order
-    css = np.cumsum(U, axis=1) - 1.0
-    k = np.arange(1, C + 1)
-    rho = (U - css / k > 0).sum(axis=1)                 # support size: largest k with u_k > (sum_{j<=k} u_j - 1) / k
-    tau = css[np.arange(n), rho - 1] / rho
-    return np.maximum(V - tau[:, None], 0.0)
 
 # %% ../nbs/85_estimators.ipynb #bf83bfd1
 def project_simplex_floor(V,           # (n, C) vectors
@@ -616,7 +604,8 @@ def _target(self:DecisionCalibratedRegressor, est, y) -> _Target:
     A, R1, beta, eps, R2 = _regressor_defaults(losses, Y, kernel, self.n_actions, self.beta, self.R1, self.eps)
     d, n_samples = Y.shape[1], self.n_samples
     predict = lambda est, X: _base_predictions(est, X, kernel, d, n_samples)
-    return _Target(Y, kernel, A, R1, beta, eps, predict, dict(kernel_=kernel, R2_=R2, n_outputs_=d))
+    return _Target(Y, kernel, A, R1, beta, eps, predict, dict(kernel_=kernel, R2_=R2, n_outputs_=d,
+                                                                  _y_1d=np.ndim(y) == 1))
 
 # %% ../nbs/85_estimators.ipynb #9c6d89b9
 @patch
@@ -690,14 +679,49 @@ def predict_action(self:DecisionCalibratedRegressor,  # noqa: F811
     "The action of least estimated loss (the best response to `predict_loss`)."
     return np.argmin(self.predict_loss(X, loss), axis=1)
 
+# %% ../nbs/85_estimators.ipynb #277d02bf
+@patch
+def atom_weights(self:DecisionCalibratedRegressor,
+                 X, # (n, n_features) features
+                ) -> tuple: # ((n, B, d) atoms, (n, B) weights >= 0 summing to 1)
+    "The calibrated predictions projected onto the distributions over each row's start atoms, in row blocks."
+    Z = self.start_atoms(X)
+    W = np.empty(Z.shape[:2])
+    for i0, i1 in row_blocks(len(Z), 8.0 * (Z.shape[1] ** 2 + 4 * _n_atoms(self.calibrator_))):
+        W[i0:i1] = project_onto_atoms(self.calibrator_.transform(self._embed(Z[i0:i1])), self.kernel_)[0]
+    return Z, W
+
+# %% ../nbs/85_estimators.ipynb #fddfe601
+@patch
+def predict_distribution(self:DecisionCalibratedRegressor,
+                         X, # (n, n_features) features
+                        ) -> AtomDistribution: # mean, quantiles, cdf, median, sample
+    "The calibrated predictive distributions of 1-D outcomes: `atom_weights` as a `deccal.distributions.AtomDistribution`."
+    _check_fitted(self)
+    if self.n_outputs_ != 1:
+        raise DeccalError('y', f"predictive distributions are for 1-D outcomes; the estimator was fitted on "
+                               f"R^{self.n_outputs_}: use atom_weights")
+    Z, W = self.atom_weights(X)
+    return AtomDistribution(Z[:, :, 0], W)
+
+# %% ../nbs/85_estimators.ipynb #12a90a20
+@patch
+def predict_quantiles(self:DecisionCalibratedRegressor,
+                      X,          # (n, n_features) features
+                      quantiles,  # a level in [0, 1] or a sequence of them
+                     ) -> np.ndarray: # (n,) or (n, len(quantiles)), nondecreasing in the level
+    "Quantiles of the calibrated predictive distributions (the left-continuous inverse of their CDF)."
+    return self.predict_distribution(X).quantiles(quantiles)
+
 # %% ../nbs/85_estimators.ipynb #2b92fb54
 @patch
 def predict(self:DecisionCalibratedRegressor,  # noqa: F811
             X, # (n, n_features) features
-           ) -> np.ndarray: # (n,) or (n, d) the base estimator's point predictions
-    "The base estimator's point predictions, unchanged: calibration changes the loss estimates, not the forecast."
-    _check_fitted(self)
-    return self.estimator_.predict(_check_X(self, X))
+           ) -> np.ndarray: # (n,) or (n, d): the mean of the calibrated predictive distribution
+    "The mean of `predict_distribution`'s atoms under its weights (of the start's atoms, with `n_samples=0`)."
+    Z, W = self.atom_weights(X)
+    M = np.einsum('ib,ibd->id', W, Z)
+    return M[:, 0] if self._y_1d else M
 
 # %% ../nbs/85_estimators.ipynb #d844db03
 _WEIGHTS_NOT_REPEATS = ("weights are used, but a weight of 2 is not a repeated row to 1e-7: the cross-validation "
