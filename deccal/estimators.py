@@ -34,8 +34,8 @@ from .crossfit import CrossFitDeCal
 from .metrics import cost_stack
 
 # %% auto #0
-__all__ = ['PROBA_FLOORS', 'DecisionCalibratedClassifier', 'project_simplex_floor', 'DecisionCalibratedRegressor',
-           'median_heuristic', 'residual_atoms', 'with_residuals']
+__all__ = ['SEARCH', 'PROBA_FLOORS', 'calibrator_for', 'DecisionCalibratedClassifier', 'project_simplex_floor',
+           'DecisionCalibratedRegressor', 'median_heuristic', 'residual_atoms', 'with_residuals']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -45,8 +45,14 @@ def _seed(random_state) -> int:
     return int(random_state)
 
 # %% ../nbs/85_estimators.ipynb #1e227c77
-def _calibrator(method:str, kernel:Kernel, **kw) -> DimFreeDeCal:
-    "The calibrator of `method`: DimFreeDeCal with the line-search step, or the regularized ZhaoDeCal."
+SEARCH = dict(n_starts=1, max_iter=30)   # the estimators' auditor: one random start (and the last witness), 30 steps
+
+def calibrator_for(method:str,     # 'dimfree' or 'zhao'
+                   kernel:Kernel,  # the kernel of the calibration
+                   **kw,           # the calibrator's other options
+                  ) -> DimFreeDeCal:
+    "The estimators' calibrator: DimFreeDeCal with the line-search step, or the regularized ZhaoDeCal; auditor `SEARCH`."
+    kw = {**SEARCH, **kw}
     if method == 'dimfree': return DimFreeDeCal(kernel, step='line-search', **kw)
     return ZhaoDeCal(kernel, **kw)
 
@@ -148,7 +154,7 @@ class _DecisionCalibratedBase(BaseEstimator):
         Xb = X if hasattr(X, 'iloc') else Xv          # a DataFrame goes to the base estimator as it is (column names)
         t = self._target(est, y)                      # the outcomes, the kernel and the default rules of the subclass
         seed = _seed(self.random_state)
-        cal = _calibrator(self.method, t.kernel, n_actions=t.n_actions, beta=t.beta, R1=t.R1, eps=t.eps,
+        cal = calibrator_for(self.method, t.kernel, n_actions=t.n_actions, beta=t.beta, R1=t.R1, eps=t.eps,
                           max_rounds=self.max_rounds, seed=seed, verbose=bool(self.verbose),
                           early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
                           n_iter_no_change=self.n_iter_no_change, learning_rate=self.learning_rate)
