@@ -369,18 +369,21 @@ def _stacked(self:DimFreeDeCal) -> dict:
 
 # %% ../nbs/08_dimfreedecal.ipynb #3ac46ef1
 @patch
-def _replay(self:DimFreeDeCal, pred:Embedding) -> tuple:
+def _replay(self:DimFreeDeCal, pred:Embedding, path:bool=False) -> tuple:
     """The state of `pred` after all fitted rounds, as p(x) = c(x) q(x), q(x) = p0(x) + sum_t a_t(x) . d_t: returns
     c (N,), a (N, T A) and ||q(x)||^2. Per round only an (N, t A) x (t A, 2 A) product: the inner products the loop
-    needs come from h D^T, h C^T and the stacked blocks."""
+    needs come from h D^T, h C^T and the stacked blocks. With `path`, also the lists of c and ||q||^2 after each
+    round (t = 0..T)."""
     S, A, beta, R2 = self._stacked(), self.params_['n_actions'], self.params_['beta'], self.R2_
-    h = self.basis_.h(pred)
-    HC, HD = h @ S['C'].T, h @ S['D'].T
+    N, TA = pred.n, S['C'].shape[0]
+    if TA:                                                # no round: no inner product with the basis is needed
+        h = self.basis_.h(pred)
+        HC, HD = h @ S['C'].T, h @ S['D'].T
     BG = np.concatenate([S['BC'][:, :, None], S['GD'][:, :, None]], axis=2)   # (T A, T A, 2)
-    N, TA = len(h), S['C'].shape[0]
     a = np.zeros((N, TA))
     n2 = pred.sq_norms(self.params_['kernel'])            # ||p0(x) + sum_t a_t . d_t||^2, updated in place
     c = np.minimum(1.0, R2 / np.sqrt(np.maximum(n2, 1e-300)))
+    cs, n2s = [c], [n2]
     for t0 in range(0, TA, A):
         sl = slice(t0, t0 + A)
         if t0:
@@ -392,7 +395,8 @@ def _replay(self:DimFreeDeCal, pred:Embedding) -> tuple:
         n2 = n2 + 2 * np.einsum('ia,ia->i', kk, qd) + np.einsum('ia,ab,ib->i', kk, S['GD'][sl, sl], kk)
         a[:, sl] = kk
         c = np.minimum(c, R2 / np.sqrt(np.maximum(n2, 1e-300)))    # projection onto the ball of radius R2
-    return c, a, n2
+        cs.append(c); n2s.append(n2)
+    return (c, a, n2, cs, n2s) if path else (c, a, n2)
 
 # %% ../nbs/08_dimfreedecal.ipynb #c7b64da4
 @patch
@@ -433,22 +437,37 @@ def transform(self:DimFreeDeCal,
 
 # %% ../nbs/08_dimfreedecal.ipynb #3a29313d
 @patch
+def square_loss_path(self:DimFreeDeCal,
+                     pred:Embedding,  # base predictions p0(x_i)
+                     Y,               # (N, d) outcomes
+                    ) -> np.ndarray:  # (T + 1, N): row i's square loss after t = 0..T of the kept rounds
+    "||p_t(x_i) - phi(y_i)||^2 after each number t of the kept rounds, without building the predictions."
+    self.check_fitted(pred)
+    kern = self.params_['kernel']
+    Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
+    if Y.shape[1] != pred.dim: raise DeccalError('Y', f"outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
+    b, S, A = self.basis_, self._stacked(), self.params_['n_actions']
+    T = S['C'].shape[0] // A
+    out = np.empty((T + 1, pred.n))
+    for i0, i1 in row_blocks(pred.n, 8 * (4 * b.m + 4 * S['C'].shape[0] + 2 * T)):
+        part, Yp = pred[i0:i1], Y[i0:i1]
+        _, a, _, cs, n2s = self._replay(part, path=True)
+        qy = part.evaluate_paired(kern, Yp)[None, :]                    # <q_t(x), phi(y)>, t = 0, 1, ...
+        if T:
+            per_round = (a * (b.h_outcomes(Yp) @ S['D'].T)).reshape(len(Yp), T, A).sum(2)
+            qy = qy + np.vstack([np.zeros(len(Yp)), np.cumsum(per_round, axis=1).T])
+        c, n2 = np.array(cs), np.array(n2s)
+        out[:, i0:i1] = np.maximum(c**2 * n2 - 2 * c * qy + kern.diag(Yp)[None, :], 0.0)
+    return out
+
+# %% ../nbs/08_dimfreedecal.ipynb #aeac2f1e
+@patch
 def square_loss(self:DimFreeDeCal,
                 pred:Embedding,  # base predictions p0(x_i)
                 Y,               # (N, d) outcomes
                ) -> float:
     "E_hat ||p(x) - phi(y)||^2 of the calibrated predictions, without building them (cheaper than `transform`)."
-    self.check_fitted(pred)
-    kern = self.params_['kernel']
-    Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
-    if Y.shape[1] != pred.dim: raise DeccalError('Y', f"outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
-    b, S, total = self.basis_, self._stacked(), 0.0
-    for i0, i1 in row_blocks(pred.n, 8 * (4 * b.m + 4 * S['C'].shape[0])):
-        part, Yp = pred[i0:i1], Y[i0:i1]
-        c, a, n2 = self._replay(part)
-        qy = part.evaluate_paired(kern, Yp) + np.einsum('im,im->i', a @ S['D'], b.h_outcomes(Yp))   # <q(x), phi(y)>
-        total += float(np.sum(c**2 * n2 - 2 * c * qy + kern.diag(Yp)))
-    return total / pred.n
+    return float(self.square_loss_path(pred, Y)[-1].mean())
 
 # %% ../nbs/08_dimfreedecal.ipynb #d4dbf4bb
 @patch

@@ -247,7 +247,9 @@ def project_onto_atoms(pred:Embedding,   # n predictions p(x_i)
                        *,
                        tol:float=1e-8,   # stop when the squared distance is within tol * max_j K(z_ij, z_ij) of its min
                        max_iter:int=500, # most solver steps per row
-                      ) -> tuple:        # weights (n, B) on the simplex, sq_dist (n,)
+                       distance:bool=True, # also the squared distance (it needs ||p(x_i)||^2: a pass over the
+                                           # shared atoms' Gram matrix, O(n M^2) for M shared atoms)
+                      ) -> tuple:        # weights (n, B) on the simplex, sq_dist (n,) (None without `distance`)
     "The nearest distribution over each row's atoms in the RKHS: weights, and the squared distance from p(x_i)."
     if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
     tol = check_number(tol, 'tol', 0.0)
@@ -271,13 +273,13 @@ def project_onto_atoms(pred:Embedding,   # n predictions p(x_i)
         sq[i0:i1] = np.einsum('ib,ibc,ic->i', w, K, w) - 2 * np.einsum('ib,ib->i', w, b[i0:i1])
         gaps[i0:i1] /= np.maximum(np.einsum('ibb->ib', K).max(1), 1e-300)
         del K
-    sq += pred.sq_norms(kernel)
+    if distance: sq += pred.sq_norms(kernel)
     late = iters >= max_iter
     if late.any():
         warnings.warn(f"{int(late.sum())} of {n} rows stopped at max_iter = {max_iter} before the squared distance "
                       f"was within tol = {tol:g} of its minimum; it is within {gaps[late].max():.3g} (relative to "
                       "max_j K(z_j, z_j), as tol); raise max_iter or tol", RuntimeWarning, stacklevel=2)
-    return W, np.maximum(sq, 0.0)
+    return W, np.maximum(sq, 0.0) if distance else None
 
 # %% ../nbs/03a_distributions.ipynb #c0037
 _SUM_TOL = 1e-9     # how far from 1 a row of weights may sum

@@ -694,7 +694,8 @@ def atom_weights(self:DecisionCalibratedRegressor,
     Z = self.start_atoms(X)
     W = np.empty(Z.shape[:2])
     for i0, i1 in row_blocks(len(Z), 8.0 * (Z.shape[1] ** 2 + 4 * _n_atoms(self.calibrator_))):
-        W[i0:i1] = project_onto_atoms(self.calibrator_.transform(self._embed(Z[i0:i1])), self.kernel_)[0]
+        W[i0:i1] = project_onto_atoms(self.calibrator_.transform(self._embed(Z[i0:i1])), self.kernel_,
+                                      distance=False)[0]
     return Z, W
 
 # %% ../nbs/85_estimators.ipynb #fddfe601
@@ -731,7 +732,7 @@ def predict(self:DecisionCalibratedRegressor,  # noqa: F811
 
 # %% ../nbs/85_estimators.ipynb #d844db03
 _WEIGHTS_NOT_REPEATS = ("weights are used, but a weight of 2 is not a repeated row to 1e-7: the cross-validation "
-                        "folds and the calibrator's validation part may split a repeated row's copies, and the "
+                        "folds and the cross-fitting's folds may split a repeated row's copies, and the "
                         "auditor's search starts at random points")
 _EXPECTED_FAILED_CHECKS = {
     'DecisionCalibratedClassifier': {
