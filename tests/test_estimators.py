@@ -11,6 +11,9 @@ from sklearn.utils.estimator_checks import check_estimator
 import sklearn.exceptions
 import deccal
 from deccal.first_stage import FIRST_STAGES, FirstStageSelection, TemperatureScaling, select_first_stage
+from deccal.first_stage import stratified_folds
+from deccal.crossfit import CrossFitDeCal
+from deccal.estimators import PROBA_FLOORS
 from deccal.estimators import (DecisionCalibratedClassifier, DecisionCalibratedRegressor, project_simplex,
                                _EXPECTED_FAILED_CHECKS)
 
@@ -62,7 +65,7 @@ def test_predict_loss_action_explicit(digits):
     cal = DecisionCalibratedClassifier(FrozenEstimator(clf)).fit(X[ca], t[ca])
     R = np.random.default_rng(2).uniform(0, 1, (3, 10))
     # independent: the calibrator's own transform, read as explicit vectors, times the cost matrix
-    emb = deccal.Embedding.from_probs(clf.predict_proba(X[te]), atol=1e-4)
+    emb = deccal.Embedding.from_probs(cal.start_probabilities(X[te]), atol=1e-4)    # after the first stage
     V = deccal.explicit_predictions(cal.calibrator_.transform(emb), deccal.Linear())
     np.testing.assert_allclose(cal.predict_loss(X[te], R), V @ R.T, rtol=1e-12)
     np.testing.assert_allclose(cal.predict_loss(X[te], deccal.linear_loss(R)), V @ R.T, rtol=1e-10, atol=1e-12)
@@ -115,7 +118,10 @@ def test_regressor_median_heuristic_and_min_kernel():
     r = DecisionCalibratedRegressor(cv=3).fit(X, y)
     d2 = (y[:, None] - y[None]) ** 2
     assert r.kernel_.gamma == pytest.approx(1 / np.median(d2[np.triu_indices(400, 1)][d2[np.triu_indices(400, 1)] > 0]))
-    np.testing.assert_array_equal(r.predict(X[:5]), r.estimator_.predict(X[:5]))
+    Z, W = r.atom_weights(X[:5])                   # the start: each prediction plus the residual atoms (RBF: no clip)
+    np.testing.assert_allclose(Z[:, :, 0] - r.estimator_.predict(X[:5])[:, None],
+                               np.broadcast_to(r.residuals_[:, 0], (5, 16)), atol=1e-12)
+    np.testing.assert_allclose(r.predict(X[:5]), (W * Z[:, :, 0]).sum(1), atol=1e-12)   # the calibrated mean
     m = DecisionCalibratedRegressor(LinearRegression(), kernel='min', cv=3).fit(X, y)
     loss = deccal.piecewise_linear_loss([-0.5, -0.2], [0.5, 0.8], [0.3, 0.6])
     np.testing.assert_allclose(m.predict_loss(X[:20], loss), m.calibrated_embedding(X[:20]).loss_estimates(loss))
@@ -168,12 +174,19 @@ def test_dataframe_and_categorical_labels(digits):
 def test_sample_weight_reaches_the_calibrator(digits):
     X, t, clf, ca, te = digits
     w = np.random.default_rng(5).uniform(0, 2, len(ca))
-    c = DecisionCalibratedClassifier(FrozenEstimator(clf)).fit(X[ca], t[ca], sample_weight=w)
+    c = DecisionCalibratedClassifier(FrozenEstimator(clf), first_stage=None).fit(X[ca], t[ca], sample_weight=w)
     emb = lambda Z: deccal.Embedding.from_probs(clf.predict_proba(Z), atol=1e-4)
-    hand = deccal.DimFreeDeCal(deccal.Linear(), step='line-search', n_actions=c.n_actions_, beta=c.beta_, R1=c.R1_,
-                               eps=c.eps_, max_rounds=50, seed=0).fit(emb(X[ca]), np.eye(10)[t[ca]], sample_weight=w)
-    np.testing.assert_array_equal(c.calibrated_vectors(X[te]),
-                                  deccal.explicit_predictions(hand.transform(emb(X[te])), deccal.Linear()))
+    hand = CrossFitDeCal(_calibrator_of(c), n_folds=5, seed=0).fit(emb(X[ca]), np.eye(10)[t[ca]], sample_weight=w,
+                                                                  folds=stratified_folds(t[ca], 5, 0))
+    np.testing.assert_allclose(c.calibrated_vectors(X[te]),
+                               deccal.explicit_predictions(hand.transform(emb(X[te])), deccal.Linear()), rtol=0, atol=1e-12)
+
+
+def _calibrator_of(est, seed=0):
+    "The DimFreeDeCal the estimator's defaults build, with its settled options (line search, shrinkage, auditor)."
+    return deccal.DimFreeDeCal(deccal.Linear(), step='line-search', n_actions=est.n_actions_, beta=est.beta_,
+                               R1=est.R1_, eps=est.eps_, max_rounds=50, seed=seed, learning_rate=0.5, n_starts=1,
+                               max_iter=30)
 
 
 def test_joblib_round_trip(digits, tmp_path):
@@ -185,24 +198,25 @@ def test_joblib_round_trip(digits, tmp_path):
 
 
 def _by_hand(X, t, ca, te, est, stage=None, sample_weight=None):
-    "The classifier's route by hand: out-of-fold GaussianNB probabilities (3 folds), `stage`, DimFreeDeCal."
+    "The classifier's route by hand: out-of-fold GaussianNB probabilities (3 folds), `stage`, CrossFitDeCal."
     kw = {} if sample_weight is None else dict(sample_weight=sample_weight)
     P = cross_val_predict(GaussianNB(), X[ca], t[ca], cv=3, method='predict_proba', params=kw)
     Pn = GaussianNB().fit(X[ca], t[ca], **kw).predict_proba(X[te])
     if stage is not None: stage.fit(P, t[ca], sample_weight); P, Pn = stage.transform(P), stage.transform(Pn)
-    dc = deccal.DimFreeDeCal(deccal.Linear(), step='line-search', n_actions=est.n_actions_, beta=est.beta_, R1=est.R1_,
-                             eps=est.eps_, max_rounds=50, seed=0)
-    dc.fit(deccal.Embedding.from_probs(P, atol=1e-4), np.eye(10)[t[ca]], sample_weight=sample_weight)
-    return deccal.explicit_predictions(dc.transform(deccal.Embedding.from_probs(Pn, atol=1e-4)), deccal.Linear())
+    cf = CrossFitDeCal(_calibrator_of(est), n_folds=5, seed=0)
+    cf.fit(deccal.Embedding.from_probs(P, atol=1e-4), np.eye(10)[t[ca]], sample_weight=sample_weight,
+           folds=stratified_folds(t[ca], 5, 0))
+    return deccal.explicit_predictions(cf.transform(deccal.Embedding.from_probs(Pn, atol=1e-4)), deccal.Linear())
 
 
 def test_first_stage_none_is_the_estimator_without_it(digits):
     X, t, clf, ca, te = digits
     plain = DecisionCalibratedClassifier(GaussianNB(), cv=3).fit(X[ca], t[ca])
+    auto = DecisionCalibratedClassifier(GaussianNB(), cv=3, first_stage='auto').fit(X[ca], t[ca])
     none = DecisionCalibratedClassifier(GaussianNB(), cv=3, first_stage=None).fit(X[ca], t[ca])
-    np.testing.assert_array_equal(none.calibrated_vectors(X[te]), plain.calibrated_vectors(X[te]))
-    np.testing.assert_array_equal(none.calibrated_vectors(X[te]), _by_hand(X, t, ca, te, none))
-    assert none.first_stage_ is None and plain.first_stage_ is None
+    np.testing.assert_array_equal(auto.calibrated_vectors(X[te]), plain.calibrated_vectors(X[te]))   # the default
+    np.testing.assert_allclose(none.calibrated_vectors(X[te]), _by_hand(X, t, ca, te, none), rtol=0, atol=1e-10)
+    assert none.first_stage_ is None and isinstance(plain.first_stage_, FirstStageSelection)
     assert 'first_stage' not in DecisionCalibratedRegressor().get_params()
 
 
@@ -251,3 +265,39 @@ def test_sklearn_estimator_checks_with_a_first_stage():
         warnings.simplefilter('ignore')
         check_estimator(DecisionCalibratedClassifier(cv=3, first_stage='temperature'),
                         expected_failed_checks=_EXPECTED_FAILED_CHECKS['DecisionCalibratedClassifier'])
+
+
+def test_costs_per_row(digits):
+    X, t, clf, ca, te = digits
+    c = DecisionCalibratedClassifier(FrozenEstimator(clf)).fit(X[ca], t[ca])
+    Cn = np.random.default_rng(8).uniform(0, 1, (len(te), 4, 10))
+    V = c.calibrated_vectors(X[te])
+    np.testing.assert_allclose(c.predict_loss(X[te], Cn), np.stack([Cn[i] @ V[i] for i in range(len(te))]), rtol=1e-12)
+    np.testing.assert_array_equal(c.predict_action(X[te], Cn), c.predict_loss(X[te], Cn).argmin(1))
+    with pytest.raises(ValueError, match='^costs:'): c.predict_loss(X[te], Cn[:3])
+
+
+def test_predict_proba_keeps_the_floor(digits):
+    X, t, clf, ca, te = digits
+    c = DecisionCalibratedClassifier(FrozenEstimator(clf), first_stage=None).fit(X[ca], t[ca])
+    P, P1 = c.predict_proba(X[te]), c.start_probabilities(X[te])
+    assert c.proba_floor_ in PROBA_FLOORS
+    np.testing.assert_allclose(P.sum(1), 1, atol=1e-12)
+    assert (P >= c.proba_floor_ * P1 - 1e-15).all()
+
+
+def test_regressor_distributions():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(700, 2))
+    y = np.clip(0.5 + 0.2 * X[:, 0] + 0.15 * rng.standard_normal(700) * (1 + (X[:, 1] > 0)), 0, 1)
+    base = FrozenEstimator(LinearRegression().fit(X[:300], y[:300]))
+    r = DecisionCalibratedRegressor(base, kernel='min').fit(X[300:600], y[300:600])
+    assert r.residuals_.shape == (16, 1)
+    Z, W = r.atom_weights(X[600:])
+    assert (W >= 0).all() and np.allclose(W.sum(1), 1)
+    Q = r.predict_quantiles(X[600:], [0.05, 0.25, 0.5, 0.75, 0.95])
+    assert (np.diff(Q, axis=1) >= 0).all()
+    np.testing.assert_allclose(r.predict(X[600:]), (W * Z[:, :, 0]).sum(1), atol=1e-12)
+    grid = np.linspace(0, 1, 11)
+    F = r.predict_distribution(X[600:]).cdf(np.broadcast_to(grid, (100, 11)))
+    assert (np.diff(F, axis=1) >= 0).all() and F.min() >= 0 and F.max() <= 1 + 1e-12
