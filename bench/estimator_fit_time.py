@@ -35,8 +35,10 @@ from deccal.estimators import DecisionCalibratedClassifier                 # noq
 def problems():
     X, y = make_classification(n_samples=4000, n_features=20, n_informative=10, n_classes=5, random_state=0)
     Xd, yd = load_digits(return_X_y=True)
-    yield 'make_classification, LogisticRegression', LogisticRegression(max_iter=2000).fit(X[:2500], y[:2500]), X[2500:], y[2500:]
-    yield 'make_classification, HistGradientBoosting', HistGradientBoostingClassifier().fit(X[:2500], y[:2500]), X[2500:], y[2500:]
+    lr = LogisticRegression(max_iter=2000).fit(X[:2500], y[:2500])
+    yield 'make_classification, LogisticRegression', lr, X[2500:], y[2500:]
+    hgb = HistGradientBoostingClassifier().fit(X[:2500], y[:2500])
+    yield 'make_classification, HistGradientBoosting', hgb, X[2500:], y[2500:]
     yield 'digits, GaussianNB', GaussianNB().fit(Xd[1500:], yd[1500:]), Xd[:1500], yd[:1500]
 
 
@@ -61,7 +63,8 @@ if __name__ == '__main__':
     ap.add_argument('--write', action='store_true')
     a = ap.parse_args()
     rows = run(a.repeats)
-    lines = ['| problem | rows | wall s (median) | CPU s (median) | first stage | rounds kept | rounds run (5 folds) | load |',
+    lines = ['| problem | rows | wall s (median) | CPU s (median) | first stage | rounds kept | rounds run (5 folds) '
+             '| load |',
              '|---|---|---|---|---|---|---|---|']
     lines += [f"| {r[0]} | {r[1]:,} | {r[2]:.2f} | {r[3]:.2f} | {r[4]} | {r[5]} | {r[6]} | {r[7]} |" for r in rows]
     print('\n'.join(lines))

@@ -63,7 +63,8 @@ if __name__ == '__main__':
     ap.add_argument('--write', action='store_true')
     a = ap.parse_args()
     rows = run(a.splits)
-    lines = ['| n_starts | max_iter | fit s | mean gap (test) | rounds kept | rounds run (5 folds) |', '|---|---|---|---|---|---|']
+    lines = ['| n_starts | max_iter | fit s | mean gap (test) | rounds kept | rounds run (5 folds) |',
+             '|---|---|---|---|---|---|']
     for kw, m, se in rows:
         lines.append(f"| {kw['n_starts']} | {kw['max_iter']} | {m[0]:.2f} ± {se[0]:.2f} | {m[1]:.4f} ± {se[1]:.4f} | "
                      f"{m[2]:.1f} ± {se[2]:.1f} | {m[3]:.0f} ± {se[3]:.0f} |")

@@ -51,7 +51,7 @@ def calibrator_for(method:str,     # 'dimfree' or 'zhao'
                    kernel:Kernel,  # the kernel of the calibration
                    **kw,           # the calibrator's other options
                   ) -> DimFreeDeCal:
-    "The estimators' calibrator: DimFreeDeCal with the line-search step, or the regularized ZhaoDeCal; auditor `SEARCH`."
+    "The estimators' calibrator: DimFreeDeCal (line-search step) or the regularized ZhaoDeCal, auditor `SEARCH`."
     kw = {**SEARCH, **kw}
     if method == 'dimfree': return DimFreeDeCal(kernel, step='line-search', **kw)
     return ZhaoDeCal(kernel, **kw)
@@ -126,7 +126,8 @@ class _DecisionCalibratedBase(BaseEstimator):
         self.estimator, self.n_actions, self.beta, self.R1, self.eps = estimator, n_actions, beta, R1, eps
         self.method, self.cv, self.max_rounds, self.early_stopping = method, cv, max_rounds, early_stopping
         self.validation_fraction, self.n_iter_no_change = validation_fraction, n_iter_no_change
-        self.n_folds, self.learning_rate, self.ensemble, self.min_gain_se = n_folds, learning_rate, ensemble, min_gain_se
+        self.n_folds, self.learning_rate, self.ensemble = n_folds, learning_rate, ensemble
+        self.min_gain_se = min_gain_se
         self.random_state, self.verbose = random_state, verbose
 
     def _base_estimator(self):
@@ -703,7 +704,7 @@ def atom_weights(self:DecisionCalibratedRegressor,
 def predict_distribution(self:DecisionCalibratedRegressor,
                          X, # (n, n_features) features
                         ) -> AtomDistribution: # mean, quantiles, cdf, median, sample
-    "The calibrated predictive distributions of 1-D outcomes: `atom_weights` as a `deccal.distributions.AtomDistribution`."
+    "The calibrated predictive distributions of 1-D outcomes: `atom_weights` as a `distributions.AtomDistribution`."
     _check_fitted(self)
     if self.n_outputs_ != 1:
         raise DeccalError('y', f"predictive distributions are for 1-D outcomes; the estimator was fitted on "

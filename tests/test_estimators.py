@@ -178,8 +178,8 @@ def test_sample_weight_reaches_the_calibrator(digits):
     emb = lambda Z: deccal.Embedding.from_probs(clf.predict_proba(Z), atol=1e-4)
     hand = CrossFitDeCal(_calibrator_of(c), n_folds=5, seed=0).fit(emb(X[ca]), np.eye(10)[t[ca]], sample_weight=w,
                                                                   folds=stratified_folds(t[ca], 5, 0))
-    np.testing.assert_allclose(c.calibrated_vectors(X[te]),
-                               deccal.explicit_predictions(hand.transform(emb(X[te])), deccal.Linear()), rtol=0, atol=1e-12)
+    V = deccal.explicit_predictions(hand.transform(emb(X[te])), deccal.Linear())
+    np.testing.assert_allclose(c.calibrated_vectors(X[te]), V, rtol=0, atol=1e-12)
 
 
 def _calibrator_of(est, seed=0):
