@@ -226,10 +226,11 @@ def run_mcgrad(python, splits):
 
 
 def rounds(est):
-    "{kept, run}: the rounds the fitted estimator's calibrator kept and ran (mean over fold calibrators, if a list)."
-    cals = getattr(est, 'calibrators_', None) or [getattr(est, 'calibrator_', None)]
-    try: return dict(kept=float(np.mean([c.best_round_ for c in cals])),
-                     run=float(np.mean([len(c.all_rounds_) for c in cals])))
+    "{kept, run}: the rounds the estimator's calibrator kept and ran (a cross-fitted one: the mean over its folds)."
+    c = getattr(est, 'calibrator_', None)
+    try:
+        run = np.mean(c.rounds_run_) if hasattr(c, 'rounds_run_') else len(c.all_rounds_)
+        return dict(kept=float(c.best_round_), run=float(run))
     except (AttributeError, TypeError): return {}
 
 
