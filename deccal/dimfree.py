@@ -383,7 +383,7 @@ def _replay(self:DimFreeDeCal, pred:Embedding, path:bool=False) -> tuple:
     a = np.zeros((N, TA))
     n2 = pred.sq_norms(self.params_['kernel'])            # ||p0(x) + sum_t a_t . d_t||^2, updated in place
     c = np.minimum(1.0, R2 / np.sqrt(np.maximum(n2, 1e-300)))
-    cs, n2s = [c], [n2]
+    cs, n2s = ([c], [n2]) if path else (None, None)      # the path's states, kept only when asked
     for t0 in range(0, TA, A):
         sl = slice(t0, t0 + A)
         if t0:
@@ -395,7 +395,7 @@ def _replay(self:DimFreeDeCal, pred:Embedding, path:bool=False) -> tuple:
         n2 = n2 + 2 * np.einsum('ia,ia->i', kk, qd) + np.einsum('ia,ab,ib->i', kk, S['GD'][sl, sl], kk)
         a[:, sl] = kk
         c = np.minimum(c, R2 / np.sqrt(np.maximum(n2, 1e-300)))    # projection onto the ball of radius R2
-        cs.append(c); n2s.append(n2)
+        if path: cs.append(c); n2s.append(n2)
     return (c, a, n2, cs, n2s) if path else (c, a, n2)
 
 # %% ../nbs/08_dimfreedecal.ipynb #c7b64da4

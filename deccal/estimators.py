@@ -35,7 +35,7 @@ from .metrics import cost_stack
 
 # %% auto #0
 __all__ = ['SEARCH', 'PROBA_FLOORS', 'calibrator_for', 'DecisionCalibratedClassifier', 'project_simplex_floor',
-           'DecisionCalibratedRegressor', 'median_heuristic', 'residual_atoms', 'with_residuals']
+           'DecisionCalibratedRegressor', 'median_heuristic', 'in_kernel_domain', 'residual_atoms', 'with_residuals']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -560,6 +560,13 @@ def _takes_std(est) -> bool:
     try: return 'return_std' in inspect.signature(est.predict).parameters
     except (TypeError, ValueError): return False
 
+# %% ../nbs/85_estimators.ipynb #4b97d09c
+def in_kernel_domain(Z,              # (n, B, d) atoms
+                     kernel:Kernel,  # the kernel they will be embedded in
+                    ) -> np.ndarray:
+    "The atoms clipped to the min kernel's [0, 1] (the only kernel here whose domain a prediction can leave)."
+    return np.clip(Z, 0.0, 1.0) if getattr(kernel, 'name', None) == 'min' else Z
+
 # %% ../nbs/85_estimators.ipynb #062174de
 def _base_predictions(est, X, kernel:Kernel, d:int, n_samples:int) -> np.ndarray:
     "The base model's predictions as atoms (n, B, d): a point or n_samples Gaussian quantiles (in [0, 1] for min)."
@@ -568,8 +575,7 @@ def _base_predictions(est, X, kernel:Kernel, d:int, n_samples:int) -> np.ndarray
         z = scipy.stats.norm.ppf((np.arange(n_samples) + 0.5) / n_samples)
         Z = (np.ravel(mu)[:, None] + np.ravel(sd)[:, None] * z[None, :])[:, :, None]
     else: Z = np.asarray(est.predict(X), float).reshape(len(X) if not hasattr(X, 'shape') else X.shape[0], 1, d)
-    if getattr(kernel, 'name', None) == 'min': Z = np.clip(Z, 0.0, 1.0)
-    return Z
+    return in_kernel_domain(Z, kernel)
 
 # %% ../nbs/85_estimators.ipynb #c18bfb96
 def residual_atoms(R,              # (n, d) residuals y_i - yhat(x_i) of the calibration sample
@@ -595,8 +601,7 @@ def with_residuals(Z,           # (n, 1, d) point predictions
                    kernel:Kernel,
                   ) -> np.ndarray: # (n, B, d) the residual distributions' atoms (clipped to [0, 1] for 'min')
     "Each point prediction plus every residual atom: the atoms of the start distribution."
-    Z = Z + residuals[None, :, :]
-    return np.clip(Z, 0.0, 1.0) if getattr(kernel, 'name', None) == 'min' else Z
+    return in_kernel_domain(Z + residuals[None, :, :], kernel)
 
 # %% ../nbs/85_estimators.ipynb #3973ff8a
 @patch
