@@ -311,7 +311,7 @@ def _folds(self:DecisionCalibratedClassifier, Y, seed:int) -> np.ndarray:
 
 # %% ../nbs/85_estimators.ipynb #bf83bfd1
 def project_simplex_floor(V,           # (n, C) vectors
-                          P,           # (n, C) probabilities, the floor's shape (the start of the calibration)
+                          P,           # (n, C) probabilities, the floor's shape (`predict_proba`: uniform)
                           alpha:float, # the floor's share, in [0, 1)
                          ) -> np.ndarray: # (n, C) the closest p with p >= alpha P and rows summing to 1
     "The Euclidean projection of each row of V onto {p >= alpha P, sum p = 1} (the simplex for alpha = 0)."
@@ -375,26 +375,26 @@ def calibrated_vectors(self:DecisionCalibratedClassifier,
 def predict_proba(self:DecisionCalibratedClassifier,
                   X, # (n, n_features) features
                  ) -> np.ndarray: # (n, C) probabilities, columns in the order of `classes_`
-    """Valid probabilities: `calibrated_vectors(X)` projected onto the simplex, keeping a share `proba_floor_` of the
-    start (the first stage's probabilities), so that no class the start deems possible gets probability 0."""
-    P1 = self.start_probabilities(X)
-    V = self.vectors_from(P1)
-    return project_simplex_floor(V, P1, getattr(self, 'proba_floor_', 0.0))
+    """Valid probabilities: `calibrated_vectors(X)` projected onto the probability vectors that give every class at
+    least `proba_floor_` / C (`project_simplex_floor` with a uniform shape), so that no class gets probability 0."""
+    V = self.calibrated_vectors(X)
+    return project_simplex_floor(V, np.full_like(V, 1.0 / V.shape[1]), getattr(self, 'proba_floor_', 0.0))
 
 # %% ../nbs/85_estimators.ipynb #ec88acc2
-PROBA_FLOORS = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1)   # the floors `fit` chooses among
+PROBA_FLOORS = (0.001, 0.003, 0.01, 0.03, 0.1)   # the floors `fit` chooses among (never 0: no exact zeros)
 
 # %% ../nbs/85_estimators.ipynb #23b83a71
 @patch
 def _fit_output(self:DecisionCalibratedClassifier, start:Embedding, Y, sample_weight):
     """`proba_floor_`: the floor of PROBA_FLOORS with the lowest log loss of the out-of-fold calibrated vectors
-    (each row by the fold calibrator that never saw it); 0 when no round is kept or without cross-fitting."""
+    (each row by the fold calibrator that never saw it; the start itself when no round is kept); the smallest floor
+    without cross-fitting."""
     cal = self.calibrator_
-    self.proba_floor_ = 0.0
-    if not isinstance(cal, CrossFitDeCal) or cal.best_round_ == 0: return
-    V, P1 = explicit_predictions(cal.out_of_fold(start), Linear()), explicit_predictions(start, Linear())
-    y = Y.argmax(1)
-    ll = [np.average(log_loss_rows(project_simplex_floor(V, P1, a), y), weights=sample_weight) for a in PROBA_FLOORS]
+    self.proba_floor_ = PROBA_FLOORS[0]
+    if not isinstance(cal, CrossFitDeCal): return
+    V = explicit_predictions(cal.out_of_fold(start) if cal.best_round_ else start, Linear())
+    S, y = np.full_like(V, 1.0 / V.shape[1]), Y.argmax(1)
+    ll = [np.average(log_loss_rows(project_simplex_floor(V, S, a), y), weights=sample_weight) for a in PROBA_FLOORS]
     self.proba_floor_ = PROBA_FLOORS[int(np.argmin(ll))]
 
 # %% ../nbs/85_estimators.ipynb #7fea59bc

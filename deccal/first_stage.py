@@ -5,18 +5,19 @@
 # %% ../nbs/84_first_stage.ipynb #3118cae4
 from __future__ import annotations
 from dataclasses import dataclass, field
+import numba as nb
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
-from scipy.special import logsumexp, softmax
+from scipy.special import softmax
 from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_array, check_choice, check_int,
                            check_number, check_positive, check_rows, check_sample_weight, check_seed)
 from .params import Estimator
 
 # %% auto #0
 __all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'FIRST_STAGES', 'SIMPLE_STAGES', 'check_probabilities', 'check_labels', 'brier_rows',
-           'log_loss_rows', 'weighted_mean_se', 'FirstStage', 'NoCalibration', 'softmax_nll', 'clipped_log',
-           'TemperatureScaling', 'VectorScaling', 'MatrixScaling', 'pava', 'isotonic_fit', 'IsotonicCalibration',
-           'FirstStageSelection', 'stratified_folds', 'select_first_stage']
+           'log_loss_rows', 'weighted_mean_se', 'FirstStage', 'NoCalibration', 'softmax_nll_kernel', 'softmax_nll',
+           'clipped_log', 'TemperatureScaling', 'VectorScaling', 'MatrixScaling', 'pava', 'isotonic_fit',
+           'IsotonicCalibration', 'FirstStageSelection', 'stratified_folds', 'select_first_stage']
 
 # %% ../nbs/84_first_stage.ipynb #89dd8c04
 ROW_SUM_TOL = 1e-6     # how far a row of probabilities may sum from 1
@@ -124,16 +125,37 @@ class NoCalibration(FirstStage):
         "P, checked, as a new array."
         return self._transform_input(P).copy()
 
+# %% ../nbs/84_first_stage.ipynb #9358b1e3
+@nb.njit(cache=True)
+def softmax_nll_kernel(Z, y, w, G):
+    "Fill G with w_i / W (softmax(Z_i) - e_{y_i}) and return the weighted mean -log softmax(Z)_y (rows in order)."
+    n, C = Z.shape
+    tot, W = 0.0, 0.0
+    for i in range(n):
+        m = Z[i, 0]
+        for c in range(1, C): m = max(m, Z[i, c])
+        s = 0.0
+        for c in range(C):
+            G[i, c] = np.exp(Z[i, c] - m)
+            s += G[i, c]
+        for c in range(C): G[i, c] /= s
+        G[i, y[i]] -= 1.0
+        lse = m + np.log(s)
+        tot += w[i] * (lse - Z[i, y[i]])
+        W += w[i]
+    for i in range(n):
+        for c in range(C): G[i, c] *= w[i] / W
+    return tot / W
+
 # %% ../nbs/84_first_stage.ipynb #d6fd5bd1
 def softmax_nll(Z:np.ndarray,   # (n, C) logits
                 y:np.ndarray,   # (n,) labels 0..C-1
                 w:np.ndarray,   # (n,) weights >= 0
                ) -> tuple:      # (the weighted mean -log softmax(Z)_y, its (n, C) gradient in Z)
     "The weighted mean negative log-likelihood of softmax(Z) and its gradient."
-    lse, rows, W = logsumexp(Z, axis=1), np.arange(len(y)), w.sum()
-    G = np.exp(Z - lse[:, None])
-    G[rows, y] -= 1
-    return float((w * (lse - Z[rows, y])).sum() / W), G * (w / W)[:, None]
+    Z, G = np.ascontiguousarray(Z, dtype=np.float64), np.empty(np.shape(Z))
+    y, w = np.ascontiguousarray(y, dtype=np.int64), np.ascontiguousarray(w, dtype=np.float64)
+    return float(softmax_nll_kernel(Z, y, w, G)), G
 
 # %% ../nbs/84_first_stage.ipynb #68c68490
 def clipped_log(P:np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ from sklearn.linear_model import LogisticRegression, LinearRegression
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import cross_val_predict
 from sklearn.naive_bayes import GaussianNB
+from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import check_estimator
 import sklearn.exceptions
 import deccal
@@ -283,7 +284,20 @@ def test_predict_proba_keeps_the_floor(digits):
     P, P1 = c.predict_proba(X[te]), c.start_probabilities(X[te])
     assert c.proba_floor_ in PROBA_FLOORS
     np.testing.assert_allclose(P.sum(1), 1, atol=1e-12)
-    assert (P >= c.proba_floor_ * P1 - 1e-15).all()
+    assert (P >= c.proba_floor_ / P.shape[1] - 1e-15).all()
+
+
+def test_predict_proba_has_no_zeros_when_the_start_has():
+    # a shallow tree's probabilities are 0 on many classes; whether or not rounds are kept, no class gets 0
+    X, t = load_digits(return_X_y=True)
+    tree = DecisionTreeClassifier(max_depth=4, random_state=0).fit(X[:600], t[:600])
+    assert (tree.predict_proba(X[600:]) == 0).any()
+    for fs in (None, 'temperature'):
+        c = DecisionCalibratedClassifier(FrozenEstimator(tree), first_stage=fs).fit(X[600:1200], t[600:1200])
+        P = c.predict_proba(X[1200:])
+        assert P.min() >= c.proba_floor_ / 10 - 1e-15 and P.min() > 0
+        ll = -np.log(P[np.arange(len(P)), t[1200:]])
+        assert ll.max() <= np.log(10 / PROBA_FLOORS[0]) + 1e-9
 
 
 def test_regressor_distributions():
