@@ -253,3 +253,145 @@ def test_run_demo_verbose():
     with contextlib.redirect_stderr(err):
         cli.run_demo(n=60, max_rounds=1, n_types=2, n_actions=2, out_dir=None, stream=buf, verbose=True)
     assert 'DimFreeDeCal' in err.getvalue() and 'audit [' in err.getvalue()
+
+
+# 9. checked before the work: writable outputs, no output that is an input, memory ---------------------
+
+def permissions_enforced(folder):
+    "Whether a 0o555 folder really refuses a new file (not for root, which ignores permissions)."
+    probe = folder / 'probe'
+    os.chmod(folder, 0o555)
+    try: probe.write_text('x')
+    except PermissionError: return True
+    finally: os.chmod(folder, 0o755)
+    probe.unlink(); return False
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    "A folder without write permission (ro/), one with a read-only file (ro_file/out.npz); skip as root."
+    ro, rf = tmp_path / 'ro', tmp_path / 'ro_file'
+    ro.mkdir(); rf.mkdir()
+    if not permissions_enforced(ro): pytest.skip('permissions are not enforced (running as root)')
+    for name in ('out.npz', 'r.json', 'report.json'): (rf / name).write_bytes(b'keep'); os.chmod(rf / name, 0o444)
+    os.chmod(ro, 0o555)
+    yield tmp_path
+    os.chmod(ro, 0o755)
+
+
+@pytest.mark.parametrize('job, option', [
+    (lambda d, t: ('calibrate', *CAL_ARGS(d), '--output', t / 'ro' / 'c.npz'), '--output'),
+    (lambda d, t: ('calibrate', *CAL_ARGS(d), '--output', t / 'ro_file' / 'out.npz'), '--output'),
+    (lambda d, t: ('transform', '--calibrator', d / 'cal.npz', '--pred', d / 'new.csv', '--output', t / 'ro' / 't.npz'),
+     '--output'),
+    (lambda d, t: ('transform', '--calibrator', d / 'cal.npz', '--pred', d / 'new.csv',
+                   '--output', t / 'ro_file' / 'out.npz'), '--output'),
+    (lambda d, t: ('audit', *AUDIT_ARGS(d), '--report', t / 'ro' / 'r.json'), '--report'),
+    (lambda d, t: ('audit', *AUDIT_ARGS(d), '--report', t / 'ro_file' / 'r.json'), '--report'),
+    (lambda d, t: ('demo', '--out', t / 'ro'), '--out'),
+    (lambda d, t: ('demo', '--out', t / 'ro' / 'new' / 'deeper'), '--out'),
+    (lambda d, t: ('demo', '--out', t / 'ro_file'), '--out'),          # its report.json is read-only
+])
+def test_unwritable_output_refused_before_work(files, read_only, no_work, job, option):
+    "An output that cannot be written: one line naming the option, status 2, before any work; nothing changed."
+    rc, out, err = run(*job(files, read_only))
+    assert rc == 2 and one_line(err).startswith(f'deccal: error: {option}: '), err
+    assert 'writ' in err or 'read-only' in err
+    assert all((read_only / 'ro_file' / f).read_bytes() == b'keep' for f in ('out.npz', 'r.json', 'report.json'))
+    assert list((read_only / 'ro').iterdir()) == []
+
+
+def test_output_that_is_an_input_refused(files, tmp_path, no_work):
+    "--output (or --report) naming an input's file, however spelled, is refused before work; the input is intact."
+    for name in ('pred.csv', 'new.csv', 'y.csv', 'cal.npz'): (tmp_path / name).write_bytes((files / name).read_bytes())
+    os.link(tmp_path / 'cal.npz', tmp_path / 'hard.npz')
+    np.savez(tmp_path / 'new.npz', np.loadtxt(files / 'new.csv', delimiter=','))
+    os.symlink(tmp_path / 'new.npz', tmp_path / 'link.npz')
+    t, before = tmp_path, {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    tr = ('transform', '--calibrator', t / 'cal.npz', '--pred', t / 'new.csv')
+    cases = [((*tr, '--output', t / 'cal.npz'), '--output', '--calibrator'),
+             ((*tr, '--output', t / 'sub' / '..' / 'cal.npz'), '--output', '--calibrator'),   # needs sub/ to exist
+             ((*tr, '--output', t / 'hard.npz'), '--output', '--calibrator'),                  # a hard link
+             (('transform', '--calibrator', t / 'cal.npz', '--pred', t / 'link.npz', '--output', t / 'new.npz'),
+              '--output', '--pred'),                                                            # through a symlink
+             (('calibrate', '--pred', f"{t / 'cal.npz'}:Y", '--y', t / 'y.csv', '--output', t / 'cal.npz'),
+              '--output', '--pred'),                                                            # FILE.npz:KEY
+             (('audit', '--pred', t / 'pred.csv', '--y', t / 'y.csv', '--report', t / 'y.csv'), '--report', '--y')]
+    (t / 'sub').mkdir()
+    for args, out_opt, in_opt in cases:
+        rc, out, err = run(*args)
+        line = one_line(err)
+        assert rc == 2 and line.startswith(f'deccal: error: {out_opt}: ') and f'is also {in_opt}' in line, (args, err)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+
+
+def test_transform_accepts_quiet(files, tmp_path):
+    rc, out, err = run('transform', '--calibrator', files / 'cal.npz', '--pred', files / 'new.csv',
+                       '--output', tmp_path / 't.npz', '--quiet')
+    assert (rc, err) == (0, '') and cli.load_embedding(tmp_path / 't.npz').n == 10
+
+
+def test_files_named_for_what_they_are(files, tmp_path):
+    "A folder as --pred, a CSV as --calibrator, a calibrator as predictions: the message says what the file is."
+    rc, out, err = run('audit', '--pred', tmp_path, '--y', files / 'y.csv', '--quiet')
+    assert rc == 2 and one_line(err) == f"deccal: error: --pred: {str(tmp_path)!r} is a folder, not a file"
+    rc, out, err = run('transform', '--calibrator', files / 'pred.csv', '--pred', files / 'new.csv',
+                       '--output', tmp_path / 't.npz')
+    line = one_line(err)
+    assert rc == 2 and line.startswith('deccal: error: --calibrator: ') and 'pickle' not in line
+    assert "must be the .npz file that a calibrator's `save` (or `deccal calibrate`) writes" in line
+    rc, out, err = run('transform', '--calibrator', tmp_path, '--pred', files / 'new.csv',
+                       '--output', tmp_path / 't.npz')
+    assert rc == 2 and one_line(err).endswith('is a folder, not a file')
+    with pytest.raises(ValueError, match=r"is a calibrator, not predictions: load it with deccal.load_calibrator"):
+        cli.load_embedding(files / 'cal.npz')
+    with pytest.raises(ValueError, match='is a folder, not a file'): cli.load_embedding(tmp_path)
+
+
+@pytest.fixture
+def no_search(monkeypatch):
+    "The auditor, the fit and the demo's data fail loudly (the files are still read: n comes from them)."
+    def fail(*a, **k): raise AssertionError('the arrays were allocated before the memory was checked')
+    monkeypatch.setattr(DimFreeDeCal, 'fit', fail)
+    for name in ('audit', 'demo_data'): monkeypatch.setattr(cli, name, fail)
+
+
+@pytest.mark.parametrize('args, option', [
+    (lambda d, t: ('audit', *AUDIT_ARGS(d)[:4], '--actions', 10**8), '--actions'),
+    (lambda d, t: ('calibrate', *CAL_ARGS(d)[:4], '--actions', 10**8, '--output', t / 'c.npz'), '--actions'),
+    (lambda d, t: ('demo', '--n', 10**9, '--out', t / 'demo'), '--n'),
+    (lambda d, t: ('demo', '--d', 10**8, '--out', t / 'demo'), '--n'),
+    (lambda d, t: ('demo', '--actions', 10**9, '--out', t / 'demo'), '--actions'),
+])
+def test_memory_checked_before_allocating(files, tmp_path, no_search, args, option):
+    "Arrays larger than the memory available: refused with the estimate and the limit, before they are allocated."
+    rc, out, err = run(*args(files, tmp_path), '--quiet')
+    line = one_line(err)
+    assert rc == 2 and line.startswith(f'deccal: error: {option}: '), err
+    need, have = [float(x) for x in __import__('re').findall(r'([0-9.e+]+) GB', line)]
+    assert need > have and abs(have * 1e9 - cli.available_memory()) < 0.05 * cli.available_memory()
+    assert not (tmp_path / 'demo').exists() and not (tmp_path / 'c.npz').exists()
+
+
+def test_memory_estimates(files):
+    "The estimates are lower bounds of what is allocated (tracemalloc sees NumPy's arrays), and scale as stated."
+    import tracemalloc
+    from deccal.embedding import Embedding
+    def peak(f):
+        tracemalloc.start()
+        try: f(); return tracemalloc.get_traced_memory()[1]
+        finally: tracemalloc.stop()
+    def demo_arrays():
+        S, Y = cli.demo_data(n=1000); return S, Y, Embedding.from_samples(S)
+    assert cli._demo_bytes(1000, 3) <= peak(demo_arrays) <= 2 * cli._demo_bytes(1000, 3)
+    x = np.random.default_rng(1).uniform(-1, 1, (100, 2))
+    assert peak(lambda: cli.audit(Embedding.from_points(x), x, kernels.RBF(1.0), n_actions=400, verbose=False)) \
+        >= cli._search_bytes(100, 400) == 16 * 100 * 400
+    phys = os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')
+    assert 0 < cli.available_memory() <= phys
+
+
+def test_default_jobs_pass_the_memory_check():
+    "The demo's defaults and a large but ordinary audit are far below the limit (no false refusal)."
+    cli._check_demo_memory(3000, 3, 4, '--n', '--actions')
+    cli._check_memory(cli._search_bytes(10**6, 10), '--actions', 'a million rows')
