@@ -8,33 +8,40 @@ import argparse, json, os, signal, sys, threading, time
 from pathlib import Path
 import numpy as np
 from . import kernels
-from .checks import DeccalError, DeccalTypeError, check_output_path, atomic_write
+from .checks import DeccalError, DeccalTypeError, atomic_write
 from .embedding import Embedding
 from .losses import cobb_douglas_loss
 from .decisions import no_type_regret, gap_function
 from .audit import audit
 from .dimfree import DimFreeDeCal
-from .persist import load_calibrator
+from .persist import load_calibrator, check_writable
 from .zhao import ZhaoDeCal
 
 
 # %% auto #0
-__all__ = ['KINDS', 'read_array', 'read_predictions', 'kernel_from_options', 'save_embedding', 'load_embedding', 'cmd_audit',
-           'cmd_calibrate', 'cmd_transform', 'demo_data', 'run_demo', 'parser', 'main']
+__all__ = ['KINDS', 'read_array', 'read_predictions', 'kernel_from_options', 'save_embedding', 'load_embedding',
+           'available_memory', 'cmd_audit', 'cmd_calibrate', 'cmd_transform', 'demo_data', 'run_demo', 'parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #9c80478f
 def _relabel(e:DeccalError, arg:str, prefix:str='') -> DeccalError:
     "The same error (same class) reported under the command-line option `arg`."
     return type(e)(arg, prefix + e.message)
 
+# %% ../nbs/90_cli.ipynb #dc7f0a17
+def _spec_file(spec) -> tuple:
+    "(file, key) of FILE.npz:KEY, or (file, '') of a plain file name (which may itself contain a colon)."
+    has_key = str(spec).count(':') == 1 and not Path(spec).exists()
+    path, _, key = str(spec).partition(':') if has_key else (str(spec), '', '')
+    return path, key
+
 # %% ../nbs/90_cli.ipynb #c29a0283
 def read_array(spec:str,   # FILE.npz, FILE.npz:KEY or FILE.csv
                name:str,   # the option it came from, for messages
               ) -> np.ndarray:
     "A float array from an `.npz` file (the array KEY, or its only array) or a `.csv` file of numbers."
-    has_key = str(spec).count(':') == 1 and not Path(spec).exists()
-    path, _, key = str(spec).partition(':') if has_key else (str(spec), '', '')
+    path, key = _spec_file(spec)
     p = Path(path)
+    if p.is_dir(): raise DeccalError(name, f"{path!r} is a folder, not a file")
     if not p.is_file(): raise DeccalError(name, f"no such file {path!r}")
     if p.suffix.lower() == '.npz':
         try:
@@ -127,15 +134,73 @@ def save_embedding(path,              # the .npz file to write
                                                  theta=pred.theta, gamma=pred.gamma), name)
 
 # %% ../nbs/90_cli.ipynb #e94652b4
-def load_embedding(path) -> Embedding:
+def load_embedding(path, # a file written by `save_embedding` or `deccal transform`
+                  ) -> Embedding:
     "Load predictions saved by `save_embedding` (or `deccal transform`)."
+    where = repr(str(path))
+    if os.path.isdir(path): raise DeccalError('path', f"{where} is a folder, not a file")
     try:
         with np.load(path, allow_pickle=False) as f:
-            if str(f['format']) != 'deccal-embedding': raise KeyError('format')
+            kind = str(f['format']) if 'format' in f.files else None
+            if kind == 'deccal-calibrator':
+                raise DeccalError('path', f"{where} is a calibrator, not predictions: load it with "
+                                  "deccal.load_calibrator")
+            if kind != 'deccal-embedding':
+                raise DeccalError('path', f"{where} is not a deccal predictions file (the .npz file that "
+                                  "`deccal transform` or `save_embedding` writes)")
             return Embedding(f['Z'], f['W'], f['V'], f['theta'], f['gamma'])
-    except FileNotFoundError: raise DeccalError('path', f"no such file {str(path)!r}") from None
+    except DeccalError: raise
+    except FileNotFoundError: raise DeccalError('path', f"no such file {where}") from None
     except Exception as e:
-        raise DeccalError('path', f"{str(path)!r} is not a deccal predictions file ({type(e).__name__}: {e})") from None
+        raise DeccalError('path', f"{where} is not a deccal predictions file ({type(e).__name__}: {e})") from None
+
+
+# %% ../nbs/90_cli.ipynb #7295c4fd
+def _same_file(a, b) -> bool:
+    "Whether paths `a` and `b` name one file: the same file on disk when both exist, else the same resolved path."
+    if os.path.exists(a) and os.path.exists(b): return os.path.samefile(a, b)
+    return Path(a).resolve() == Path(b).resolve()
+
+# %% ../nbs/90_cli.ipynb #d5b043bd
+_INPUTS = ('--calibrator', '--pred', '--y', '--classes', '--holdout-pred', '--holdout-y')   # the options read
+
+def _check_not_an_input(a, out:str):
+    "Refuse an output option (`--output`, `--report`) that names the file of one of the command's inputs."
+    target = getattr(a, out.lstrip('-'))
+    if target is None: return
+    for opt in _INPUTS:
+        spec = getattr(a, opt.lstrip('-').replace('-', '_'), None)
+        if spec is not None and _same_file(target, _spec_file(spec)[0]):
+            raise DeccalError(out, f"{str(target)!r} is also {opt}: the command would overwrite its own input")
+
+# %% ../nbs/90_cli.ipynb #930f495f
+def available_memory() -> int | None:
+    "Bytes of memory a new allocation can get: `MemAvailable` of /proc/meminfo, else the physical memory (or None)."
+    try:
+        with open('/proc/meminfo') as f:
+            for line in f:
+                if line.startswith('MemAvailable:'): return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError): pass
+    try: return os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')
+    except (AttributeError, ValueError, OSError): return None
+
+# %% ../nbs/90_cli.ipynb #405a774c
+def _search_bytes(n:int, n_actions:int) -> float:
+    "Bytes of the auditor's two (n, A) arrays (the actions' scores and their quantal responses): 8 bytes a number."
+    return 2 * 8.0 * n * n_actions
+
+# %% ../nbs/90_cli.ipynb #9546c9c1
+def _demo_bytes(n:int, d:int, B:int=8) -> float:
+    "Bytes of the demo's data: S (n, B, d), the Embedding's copy Z and weights W (n, B), outcomes Y (n, d)."
+    return 8.0 * n * (2 * B * d + B + d)
+
+# %% ../nbs/90_cli.ipynb #2fba6833
+def _check_memory(need:float, name:str, what:str):
+    "Refuse, before they are allocated, arrays that alone need more memory than is available."
+    have = available_memory()
+    if have is not None and need > have:
+        raise DeccalError(name, f"{what} need about {need / 1e9:.3g} GB (estimated from the array shapes), more "
+                          f"than the {have / 1e9:.3g} GB of memory available")
 
 # %% ../nbs/90_cli.ipynb #7b90acc2
 def _audit_summary(res) -> dict:
@@ -164,17 +229,19 @@ def _holdout(a):
 # %% ../nbs/90_cli.ipynb #5e9c3ea1
 def _npz_output(path, what):
     "Check --output before any work: a writable place for a file whose name ends in .npz."
-    check_output_path(path, '--output')
+    check_writable(path, '--output')
     if not str(path).endswith('.npz'):
         raise DeccalError('--output', f"the {what} file must end in .npz, got {str(path)!r}")
 
 # %% ../nbs/90_cli.ipynb #63f9baa8
 def cmd_audit(a) -> dict:
     "deccal audit: the ERM auditor on a user's predictions and outcomes."
-    if a.report is not None: check_output_path(a.report, '--report')
+    if a.report is not None: check_writable(a.report, '--report'); _check_not_an_input(a, '--report')
     k = kernel_from_options(a.kernel, a.gamma, a.degree, a.c)
     pred, Y = read_predictions(a.pred, a.kind, a.classes), read_array(a.y, '--y')
     hold = _holdout(a)
+    _check_memory(_search_bytes(max(pred.n, hold[0].n if hold else 0), a.actions), '--actions',
+                  f"{a.actions} actions on {pred.n} rows")
     res = audit(pred, Y, k, n_actions=a.actions, beta=a.beta, R1=a.R1, seed=a.seed, holdout=hold, delta=a.delta,
                 verbose=not a.quiet)
     print(res)
@@ -182,13 +249,16 @@ def cmd_audit(a) -> dict:
     if a.report is not None: _write_json(a.report, rep, '--report'); print(f"wrote {a.report}")
     return rep
 
+
 # %% ../nbs/90_cli.ipynb #c59a46c7
 def cmd_calibrate(a):
     "deccal calibrate: fit DimFreeDeCal or ZhaoDeCal and save it."
-    _npz_output(a.output, 'calibrator')
+    _npz_output(a.output, 'calibrator'); _check_not_an_input(a, '--output')
     k = kernel_from_options(a.kernel, a.gamma, a.degree, a.c)
     pred, Y = read_predictions(a.pred, a.kind, a.classes), read_array(a.y, '--y')
     hold = _holdout(a)
+    fit_rows = pred.n if hold or a.no_early_stopping else int(pred.n * (1 - min(max(a.validation_fraction, 0), 1)))
+    _check_memory(_search_bytes(fit_rows, a.actions), '--actions', f"{a.actions} actions on {fit_rows} rows")
     kw = dict(n_actions=a.actions, beta=a.beta, R1=a.R1, R2=a.R2, eps=a.eps, max_rounds=a.max_rounds,
               sample=a.sample, seed=a.seed, verbose=not a.quiet, early_stopping=not a.no_early_stopping,
               validation_fraction=a.validation_fraction, n_iter_no_change=a.n_iter_no_change)
@@ -213,7 +283,7 @@ def cmd_calibrate(a):
 # %% ../nbs/90_cli.ipynb #76985627
 def cmd_transform(a):
     "deccal transform: apply a saved calibrator to new predictions."
-    _npz_output(a.output, 'predictions')
+    _npz_output(a.output, 'predictions'); _check_not_an_input(a, '--output')
     try: cal = load_calibrator(a.calibrator)
     except DeccalError as e: raise _relabel(e, '--calibrator') from None
     pred = read_predictions(a.pred, a.kind, a.classes)
@@ -264,6 +334,7 @@ def run_demo(n:int=3000,          # consumers (split 40% fit, 30% audit, 30% tes
             ) -> dict:
     "The whole pipeline on built-in data: base predictor, audit, DimFreeDeCal, Zhao et al., held-out report."
     if out_dir is not None: _check_folder(out_dir, 'out_dir')      # before the work, not after it
+    _check_demo_memory(n, d, n_actions, 'n', 'n_actions')
     out = stream or sys.stdout
     t0 = time.perf_counter()
     S, Y = demo_data(n=n, d=d, seed=seed)
@@ -306,15 +377,29 @@ def run_demo(n:int=3000,          # consumers (split 40% fit, 30% audit, 30% tes
     return report
 
 # %% ../nbs/90_cli.ipynb #207da764
+_DEMO_FILES = ('report.json', 'rounds.png', 'reliability.png')     # what run_demo writes in its folder
+
 def _check_folder(path, name:str) -> Path:
-    "Check, before any work, that `path` is a folder or can be made one (no file in its place or above it)."
+    "Check, before any work, that `path` is a writable folder or can be made one, and that the demo's files can be."
     if not isinstance(path, (str, os.PathLike)) or str(path) == '':
         raise DeccalTypeError(name, f"expected a folder path, got {path!r}")
     p = q = Path(path)
     while not q.exists() and q != q.parent: q = q.parent        # the nearest part of the path that exists
     if q.exists() and not q.is_dir():
         raise DeccalError(name, f"{str(path)!r} is not a folder" + ('' if q == p else f" ({str(q)!r} is a file)"))
+    if not os.access(q, os.W_OK | os.X_OK):
+        raise DeccalError(name, f"{str(path)!r} cannot be written: folder {str(q)!r} is not writable")
+    for f in _DEMO_FILES:
+        if (p / f).exists(): check_writable(p / f, name)
     return p
+
+
+# %% ../nbs/90_cli.ipynb #0e7633e0
+def _check_demo_memory(n:int, d:int, n_actions:int, n_name:str, actions_name:str):
+    "Refuse a demo whose data and auditors' arrays alone need more memory than is available (named by the larger)."
+    data, search = _demo_bytes(n, d), _search_bytes(int(0.3 * n), n_actions)
+    _check_memory(data + search, actions_name if search > data else n_name,
+                  f"{n} consumers, {d} goods and {n_actions} offers")
 
 # %% ../nbs/90_cli.ipynb #402818dd
 def _save_figure(fig, path):
@@ -435,6 +520,8 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument('--kind', choices=KINDS, default='points', help='what the predictions are')
     tr.add_argument('--classes', help='with --kind probs: file of the classes\' outcome vectors')
     tr.add_argument('--output', required=True, help='file to write the calibrated predictions to (.npz)')
+    tr.add_argument('--quiet', action='store_true', help='no progress bars (transform shows none: accepted as by '
+                                                         'the other commands)')
     return p
 
 # %% ../nbs/90_cli.ipynb #d02e8d4a
@@ -446,6 +533,7 @@ def _run(a):
                 raise DeccalError(f"--{name.replace('_', '-')}", f"must be >= 1, got {getattr(a, name)}")
         if a.n < 50: raise DeccalError('--n', f"the demo needs at least 50 consumers, got {a.n}")
         _check_folder(a.out, '--out')
+        _check_demo_memory(a.n, a.d, a.actions, '--n', '--actions')
         run_demo(n=a.n, d=a.d, n_actions=a.actions, n_types=a.types, beta=a.beta, eps=a.eps, max_rounds=a.max_rounds,
                  seed=a.seed, out_dir=a.out, verbose=not a.quiet)
     elif a.cmd == 'audit': cmd_audit(a)

@@ -4,7 +4,8 @@
 
 # %% ../nbs/09a_persist.ipynb #4f262c2b
 from __future__ import annotations
-import ast, os, zipfile, zlib
+import ast, hashlib, os, zipfile, zlib
+from pathlib import Path
 import numpy as np
 from .checks import DeccalError, DeccalTypeError, check_output_path, atomic_write, patch
 from .kernels import kernel_spec, make_kernel
@@ -14,11 +15,12 @@ from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
 
 # %% auto #0
-__all__ = ['FORMAT_VERSION', 'READS', 'CALIBRATORS', 'HISTORY_KEYS', 'STOP_REASONS', 'load_calibrator']
+__all__ = ['FORMAT_VERSION', 'READS', 'CALIBRATORS', 'HISTORY_KEYS', 'STOP_REASONS', 'check_writable', 'calibrator_checksum',
+           'load_calibrator']
 
 # %% ../nbs/09a_persist.ipynb #e17ba48c
-FORMAT_VERSION = 3   # 3: the kernel by its registry name and parameters, base_square_loss_; version 2 files are read
-READS = (2, 3)       # the versions load_calibrator reads
+FORMAT_VERSION = 4   # 4: a checksum; 3: the kernel by its registry name and parameters, base_square_loss_
+READS = (2, 3, 4)    # the versions load_calibrator reads (2 and 3 have no checksum)
 CALIBRATORS = {cls.__name__: cls for cls in (DimFreeDeCal, ZhaoDeCal)}   # the kinds of calibrator a file can hold
 HISTORY_KEYS = ('round', 'square_loss', 'audit_value', 'holdout_value', 'holdout_se', 'holdout_square_loss')
 STOP_REASONS = ('target', 'max_rounds', 'early_stopping', 'unknown')
@@ -28,16 +30,39 @@ def _plain(v):
     "A NumPy scalar as the Python number it holds (so that repr can be read back by ast.literal_eval)."
     return v.item() if isinstance(v, np.generic) else v
 
+# %% ../nbs/09a_persist.ipynb #a6c1c9b6
+def check_writable(path,            # the file to be written
+                   name:str='path', # the argument's name (an option on the command line), for errors
+                  ) -> Path:
+    "Check, before any work, that `path` can be written: a writable folder, and no read-only file in its place."
+    p = check_output_path(path, name)
+    if not os.access(p.parent, os.W_OK | os.X_OK):
+        raise DeccalError(name, f"{str(path)!r} cannot be written: folder {str(p.parent)!r} is not writable")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise DeccalError(name, f"{str(path)!r} is read-only: deccal does not replace it")
+    return p
+
+# %% ../nbs/09a_persist.ipynb #98b7734d
+def calibrator_checksum(arrays:dict, # the file's members by name (a `checksum` member is left out)
+                       ) -> str:
+    "sha256 over every member but `checksum`, in sorted order of the names: each name, dtype, shape, then bytes."
+    h = hashlib.sha256()
+    for k in sorted(arrays):
+        if k == 'checksum': continue
+        a = np.ascontiguousarray(arrays[k])
+        h.update(repr((k, a.dtype.str, a.shape)).encode()); h.update(a.tobytes())
+    return h.hexdigest()
+
 # %% ../nbs/09a_persist.ipynb #1a429824
 @patch
 def save(self:DimFreeDeCal,
-         path, # the file to write: exactly this name (no suffix is added); its folder must exist
+         path, # the file to write: exactly this name (no suffix is added); its folder must exist and be writable
         ):
     "Save the fitted calibrator to one `.npz` file, written whole or not at all (an existing file replaced on success)."
     self.check_fitted()
     params = self.params_
     kname, kparams = kernel_spec(params['kernel'])           # a DeccalError for a kernel that holds Python code
-    check_output_path(path)                             # before any work
+    check_writable(path)                                # before any work
     b, p0, T = self.basis_, self.basis_.P, len(self.rounds_)
     M, A = b.m, params['n_actions']
     stack = lambda key: np.stack([r[key] for r in self.rounds_]) if T else np.zeros((0, A, M))
@@ -55,6 +80,7 @@ def save(self:DimFreeDeCal,
                   captured_trace_=np.array(self.captured_trace_), rank_=np.array(self.rank_),
                   base_square_loss_=np.array(np.nan if base is None else base),
                   **{'hist_' + k: v for k, v in hist.items()})
+    arrays['checksum'] = np.array(calibrator_checksum(arrays))
     atomic_write(path, lambda f: np.savez(f, **arrays))
 
 # %% ../nbs/09a_persist.ipynb #cc094709
@@ -169,32 +195,48 @@ def _read_calibrator(f, version:int) -> DimFreeDeCal:
                                 R2_=R2, round_bound_=int(rb) if np.isfinite(rb) else rb, captured_trace_=ct,
                                 rank_=int(rank), base_square_loss_=None if np.isnan(base) else base)
 
+# %% ../nbs/09a_persist.ipynb #20359faf
+def _verify_checksum(f, where:str):
+    "Refuse a version 4 file whose members no longer have the checksum `save` stored."
+    if 'checksum' not in f.files: raise DeccalError('path', f"{where} has format version 4 but no checksum")
+    if str(f['checksum']) != calibrator_checksum({k: f[k] for k in f.files}):
+        raise DeccalError('path', f"{where} does not match its checksum: its arrays were changed after deccal "
+                          "saved it (or the file is damaged)")
+
 # %% ../nbs/09a_persist.ipynb #a61ceb0f
-def load_calibrator(path, # a file written by `save` (format version 2 or 3)
+def load_calibrator(path, # a file written by `save` (format version 2, 3 or 4)
                    ) -> DimFreeDeCal:
-    "Load a calibrator saved with `.save(path)`, after checking that the file's contents agree with each other."
+    "Load a calibrator saved with `.save(path)`, after checking its checksum and that its contents agree."
     if not isinstance(path, (str, os.PathLike)): raise DeccalTypeError('path', f"expected a file path, got {path!r}")
-    where = repr(str(path))
+    where, made = repr(str(path)), "the .npz file that a calibrator's `save` (or `deccal calibrate`) writes"
+    if os.path.isdir(path): raise DeccalError('path', f"{where} is a folder, not a file")
     try: f = np.load(path, allow_pickle=False)
     except FileNotFoundError: raise DeccalError('path', f"no such file {where}") from None
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
-        raise DeccalError('path', f"{where} is not a deccal calibrator file ({e})") from None
+        raise DeccalError('path', f"{where} is not a deccal calibrator file: it must be {made} "
+                          f"({type(e).__name__})") from None
     if not isinstance(f, np.lib.npyio.NpzFile):
-        raise DeccalError('path', f"{where} is not a deccal calibrator file: it holds a single array, not the "
-                          "archive `save` writes")
+        raise DeccalError('path', f"{where} is not a deccal calibrator file: it holds a single array, not {made}")
     with f:
         try:
-            if 'format' not in f.files or str(f['format']) != 'deccal-calibrator': raise KeyError('format')
+            kind = str(f['format']) if 'format' in f.files else None
+            if kind == 'deccal-embedding':
+                raise DeccalError('path', f"{where} holds predictions (written by `deccal transform` or "
+                                  "`save_embedding`), not a calibrator")
+            if kind != 'deccal-calibrator': raise KeyError('format')
             version = int(_scalar(f, 'version'))
             if version not in READS:
                 raise DeccalError('path', f"{where} has calibrator format version {version}; this deccal reads "
                                   f"versions {', '.join(map(str, READS))}")
+            if version >= 4: _verify_checksum(f, where)
             return _read_calibrator(f, version)
         except _Corrupt as e:
             raise DeccalError('path', f"{where} is not a consistent deccal calibrator file: {e}") from None
         except KeyError as e:
-            raise DeccalError('path', f"{where} is not a deccal calibrator file (missing {e})") from None
+            raise DeccalError('path', f"{where} is not a deccal calibrator file (missing {e}): it must be "
+                              f"{made}") from None
         except DeccalError: raise
         except (zipfile.BadZipFile, OSError, EOFError, zlib.error, ValueError, TypeError) as e:
             raise DeccalError('path', f"{where} is not a deccal calibrator file or is corrupted "
                               f"({type(e).__name__}: {e})") from None
+
