@@ -268,7 +268,7 @@ def clf_split(X, y, mname, seed, costs, M):
         rows['deccal'] = prob_metrics(V, P, yt, costs, M, dc.predict_action(Xt, M), secs)
         rows['deccal'].update(rounds(dc))
         fs = getattr(dc, 'first_stage_', None)
-        rows['deccal']['first_stage'] = 'none' if fs is None else str(getattr(fs, 'name_', None) or type(fs).__name__)
+        rows['deccal']['first_stage'] = 'none' if fs is None else str(getattr(fs, 'name', None) or type(fs).__name__)
     rows['(noise floor)'] = floor
     mc_in = None
     if Pt.shape[1] == 2:

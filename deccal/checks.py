@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['MEMORY_BUDGET', 'DeccalError', 'DeccalTypeError', 'NotFittedError', 'check_array', 'as_points', 'is_number',
-           'check_number', 'check_positive', 'check_int', 'check_seed', 'check_bool', 'check_choice', 'check_rows',
-           'check_sample_weight', 'row_blocks', 'tiles', 'check_output_path', 'atomic_write', 'Progress', 'patch',
-           'on_dask']
+__all__ = ['RADIUS_RANGE', 'MEMORY_BUDGET', 'DeccalError', 'DeccalTypeError', 'NotFittedError', 'check_array', 'as_points',
+           'is_number', 'check_number', 'check_positive', 'check_radius', 'check_bandwidth', 'check_int', 'check_seed',
+           'random_generator', 'check_bool', 'check_choice', 'check_rows', 'check_sample_weight', 'check_labels',
+           'row_blocks', 'tiles', 'check_output_path', 'atomic_write', 'Progress', 'patch', 'on_dask']
 
 # %% ../nbs/00_checks.ipynb #864c9464
 class DeccalError(ValueError):
@@ -105,6 +105,42 @@ def check_positive(x,          # the value to check
     "Check that `x` is a finite number greater than zero."
     return check_number(x, name, 0.0)
 
+# %% ../nbs/00_checks.ipynb #10c0b918
+RADIUS_RANGE = (1e-150, 1e150)   # radii whose square is a finite, normal double
+
+def check_radius(x,                        # the value to check
+                 name:str,                 # the argument's name
+                 lo:float=RADIUS_RANGE[0], # the smallest radius the computation handles
+                 hi:float=RADIUS_RANGE[1], # the largest
+                ) -> float:
+    "Check a radius that the algorithms square (R1): a number in [lo, hi], by default where its square is finite."
+    v = check_positive(x, name)
+    if not lo <= v <= hi:
+        raise DeccalError(name, f"must lie in [{lo:g}, {hi:g}] (larger or smaller radii overflow), got {x!r}; "
+                                "rescale the losses")
+    return v
+
+# %% ../nbs/00_checks.ipynb #8a50427f
+def check_bandwidth(Y,                 # the data the bandwidth is derived from: (n, d) points, or (n,)
+                    name:str,          # the data argument's name, which the error names
+                    gamma:float=None,  # the derived bandwidth (an inverse squared length scale), if computed
+                    hint:str='pass a kernel', # what the user can do instead, for the message
+                   ) -> float:         # gamma (None when not given)
+    "Check that a bandwidth can be derived from `Y`: its squared distances are finite and not all lost to underflow."
+    Y = as_points(Y, name)
+    with np.errstate(over='ignore'):
+        spread = float(np.max(Y.max(0) - Y.min(0)))
+        sq = spread * spread * Y.shape[1]
+    tiny = np.finfo(np.float64).tiny
+    if not np.isfinite(sq) or (spread > 0 and sq < tiny):
+        how = 'overflow' if not np.isfinite(sq) else 'underflow to 0'
+        raise DeccalError(name, f"values spread over {spread:.3g} make the squared distances of the default kernel "
+                                f"bandwidth {how}; rescale {name} or {hint}")
+    if gamma is not None and not (np.isfinite(gamma) and tiny <= gamma <= 1 / tiny):
+        raise DeccalError(name, f"values spread over {spread:.3g} give a default kernel bandwidth gamma = {gamma:g}; "
+                                f"rescale {name} or {hint}")
+    return gamma
+
 # %% ../nbs/00_checks.ipynb #b0a01f7d
 def check_int(x,               # the value to check
               name:str,        # the argument's name
@@ -127,6 +163,19 @@ def check_seed(seed,                # the seed: an integer >= 0
               ) -> int:
     "Check a random seed: an integer >= 0 (what `np.random.default_rng` accepts as entropy)."
     return check_int(seed, name, 0)
+
+# %% ../nbs/00_checks.ipynb #05137aaa
+def random_generator(random_state,             # an int >= 0, None, a np.random.RandomState or a np.random.Generator
+                     name:str='random_state',  # the argument's name
+                    ) -> np.random.Generator:
+    "A NumPy Generator from a scikit-learn style `random_state`."
+    if isinstance(random_state, np.random.Generator): return random_state
+    if random_state is None: return np.random.default_rng()
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(int(random_state.randint(0, 2**31 - 1)))
+    if not is_number(random_state):
+        raise DeccalTypeError(name, f"expected an int >= 0, None, a RandomState or a Generator, got {random_state!r}")
+    return np.random.default_rng(check_seed(random_state, name))
 
 # %% ../nbs/00_checks.ipynb #a0293363
 def check_bool(x, name:str) -> bool:
@@ -151,19 +200,45 @@ def check_rows(n:int,          # the required number of rows
     if a.shape[0] != n: raise DeccalError(name, f"has {a.shape[0]} rows but {other} has {n}")
 
 # %% ../nbs/00_checks.ipynb #350c5c8d
+_WEIGHT_RANGE = (2.0**-256, 2.0**256)   # weights whose largest lies outside are rescaled by a power of 2
+
 def check_sample_weight(sample_weight,     # (n,) weights, or None for equal weights
                         n:int,             # the number of rows
                         other:str,         # what `n` came from, for the message
                         name:str='sample_weight', # the argument name
-                       ) -> np.ndarray:    # (n,) the weights as floats (ones for None)
-    "Sample weights: (n,) finite, non-negative, not all zero."
+                       ) -> np.ndarray:    # (n,) the weights as floats (ones for None), the largest in 2^-256..2^256
+    "Sample weights: (n,) finite, non-negative, not all zero; rescaled exactly when huge or tiny (sums stay finite)."
     if sample_weight is None: return np.ones(n)
     w = check_array(sample_weight, name, ndim=1)
     check_rows(n, w, name, other)
     if (w < 0).any():
         raise DeccalError(name, f"has negative entries (the smallest is {w.min():g}); weights must be >= 0")
-    if not w.sum() > 0: raise DeccalError(name, "all weights are 0: at least one must be non-zero")
+    top = w.max()
+    if not top > 0: raise DeccalError(name, "all weights are 0: at least one must be non-zero")
+    if not _WEIGHT_RANGE[0] <= top <= _WEIGHT_RANGE[1]: w = np.ldexp(w, -int(np.frexp(top)[1]))   # exact
     return w
+
+# %% ../nbs/00_checks.ipynb #d4ff193a
+def _label_kind(v) -> str:
+    "'string' for str and bytes (Python or NumPy), 'number' for numbers and bools, else the type's name."
+    if isinstance(v, (str, bytes, np.str_, np.bytes_)): return 'string'
+    if isinstance(v, (numbers.Number, np.bool_)): return 'number'
+    return type(v).__name__
+
+# %% ../nbs/00_checks.ipynb #2fa41269
+def check_labels(y,          # class labels: a list, tuple or array
+                 name:str,   # the argument's name
+                ) -> np.ndarray:  # the labels as a NumPy array (strings, numbers, or objects of one kind)
+    "Class labels of one kind: all numbers or all strings (a mix, which NumPy would silently make strings, is refused)."
+    a = np.asarray(y)
+    if a.dtype.kind not in 'OUS': return a                    # numbers (or bools) only: nothing was converted
+    items = np.asarray(y, dtype=object).ravel() if not isinstance(y, np.ndarray) or a.dtype.kind == 'O' else ()
+    kinds = {}
+    for v in items: kinds.setdefault(_label_kind(v), v)
+    if len(kinds) > 1:
+        ex = ', '.join(f"{k} {v!r}" for k, v in list(kinds.items())[:3])
+        raise DeccalTypeError(name, f"mixes label types ({ex}); give labels of one type (all numbers or all strings)")
+    return a
 
 # %% ../nbs/00_checks.ipynb #1e248a82
 MEMORY_BUDGET = 256 * 2**20   # bytes: the largest temporary block deccal allocates

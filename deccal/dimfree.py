@@ -8,7 +8,7 @@ import copy, time
 import numpy as np
 from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positive, check_number, check_int,
                            check_seed, check_bool, check_choice, check_rows, check_sample_weight, row_blocks, Progress,
-                           patch)
+                           check_radius, patch)
 from .kernels import Kernel
 from .embedding import Embedding
 from .losses import Loss
@@ -44,7 +44,7 @@ class DimFreeDeCal(Estimator):
                  *,
                  n_actions:int=2,        # |A|
                  beta:float=10.0,        # temperature of the quantal response
-                 R1:float=1.0,           # radius of the loss class
+                 R1:float=1.0,           # radius of the loss class, in [1e-150, 1e150] (it is squared)
                  R2:float=None,          # radius of the prediction ball, >= the largest ||phi(y)|| on the sample
                                          # (default: the largest ||phi(y)|| and ||p0(x)|| there)
                  eps:float=0.05,         # target decision calibration error
@@ -77,7 +77,7 @@ class DimFreeDeCal(Estimator):
     param_checks = dict(          # parameter -> check(value, name) returning the value the fit uses
         kernel=check_kernel_param,
         n_actions=lambda v, nm: check_int(v, nm, 1),
-        beta=check_positive, R1=check_positive, R2=optional(check_positive), eps=check_positive,
+        beta=check_positive, R1=check_radius, R2=optional(check_positive), eps=check_positive,
         step=lambda v, nm: check_choice(v, nm, ("theory", "line-search")),
         max_rounds=optional(lambda v, nm: check_int(v, nm, 0)),
         sample=lambda v, nm: check_choice(v, nm, ("reuse", "split")),

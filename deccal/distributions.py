@@ -7,7 +7,7 @@ from __future__ import annotations
 import math, warnings
 import numpy as np
 import numba as nb
-from .checks import (check_array, check_int, check_number, check_seed, patch, row_blocks, tiles,
+from .checks import (check_array, check_int, check_number, check_seed, random_generator, patch, row_blocks, tiles,
                            DeccalError, DeccalTypeError)
 from .kernels import Kernel
 from .embedding import Embedding
@@ -68,20 +68,22 @@ def atom_inner(pred:Embedding,   # n predictions p(x_i)
 def _simplex_row(v, out, work):
     "out = the Euclidean projection of v onto the simplex {w >= 0, sum w = 1}; work: a buffer as long as v."
     B = v.shape[0]
-    for j in range(B): work[j] = -v[j]
-    work.sort()                                    # -v ascending: v descending
-    s, tau = 0.0, 0.0
-    for j in range(B):
-        s -= work[j]                               # the sum of the j + 1 largest entries
+    top = v[0]
+    for j in range(1, B): top = max(top, v[j])
+    for j in range(B): work[j] = top - v[j]        # v shifted by its largest entry, negated: >= 0
+    work.sort()                                    # ascending: v descending
+    s, tau = 0.0, -1.0                             # the largest entry alone: tau = (0 - 1) / 1
+    for j in range(1, B):
+        s -= work[j]                               # the sum of the j + 1 largest shifted entries
         t = (s - 1.0) / (j + 1)
         if -work[j] > t: tau = t
         else: break
-    for j in range(B): out[j] = max(v[j] - tau, 0.0)
+    for j in range(B): out[j] = max((v[j] - top) - tau, 0.0)
 
 # %% ../nbs/03a_distributions.ipynb #c0014
 @nb.njit(cache=True)
 def _simplex_rows(V, out):
-    "Each row of V projected onto the simplex, into out."
+    "Each row of V projected onto the simplex (exactly, whatever its offset), into out."
     work = np.empty(V.shape[1])
     for i in range(V.shape[0]): _simplex_row(V[i], out[i], work)
 
@@ -203,7 +205,7 @@ def _simplex_qp_rows(K, b, tol, max_iter, W, gaps, iters):
                     if ga <= tol * scale: gap = ga; break
             it += 1
             for j in range(B): z[j] = y[j] - (Ky[j] - bi[j]) / L
-            _simplex_row(z, xn, work)
+            _simplex_row(z, xn, work)                # the projected gradient step
             for j in range(B):
                 s = 0.0
                 for k in range(B): s += Ki[j, k] * xn[k]
@@ -391,14 +393,11 @@ def median(self:AtomDistribution) -> np.ndarray:
 @patch
 def sample(self:AtomDistribution,
            size:int,               # draws per row
-           random_state=None,      # an integer seed >= 0, a numpy Generator, or None (fresh entropy)
+           random_state=None,      # an int seed >= 0, None (fresh entropy), a RandomState or a Generator
           ) -> np.ndarray:         # (n, size)
     "Independent draws from each row's distribution."
     size = check_int(size, 'size', 0)
-    if isinstance(random_state, np.random.Generator): rng = random_state
-    elif random_state is None: rng = np.random.default_rng()
-    else: rng = np.random.default_rng(check_seed(random_state, 'random_state'))
-    u = rng.random((self.n, size))
+    u = random_generator(random_state).random((self.n, size))
     k = np.empty(u.shape, np.int64)
     _search_rows(self._cum, u, True, k)         # the first atom whose cumulative weight exceeds u: P = its weight
     return np.take_along_axis(self._z, np.minimum(k, self._z.shape[1] - 1), axis=1)

@@ -264,6 +264,13 @@ def _log_sq_norms(Y:np.ndarray) -> np.ndarray:
             out[bad] = 2 * np.log(s) + np.log(np.einsum('ij,ij->i', r, r))
     return out
 
+# %% ../nbs/01_kernels.ipynb #130a78b4
+def _power_of_10(log_value:float, # the natural log of a positive number
+                ) -> str:         # '1e521', or '10^(4.34e+199)' when the exponent itself is huge
+    "A huge number, given by its log, as a short power of 10."
+    e = log_value / math.log(10)
+    return f"1e{e:.0f}" if e < 1e6 else f"10^({e:.3g})"
+
 # %% ../nbs/01_kernels.ipynb #14aa80d3
 class Kernel:
     "A reproducing kernel on points of R^d, evaluated by Numba loops."
@@ -293,9 +300,10 @@ class Kernel:
             ld = self._log_diag(Y)
             i = int(np.argmax(ld))
             if ld[i] > math.log(self.max_diag):
-                raise DeccalError(name, f"K(y, y) = {self._diag_formula} is about 1e{ld[i] / math.log(10):.0f} "
-                                        f"at row {i}, above {self.max_diag:g}, beyond which sums of kernel values "
-                                        "can overflow; rescale the data (e.g. divide it by its largest norm)")
+                norm = math.exp(0.5 * float(_log_sq_norms(Y[i:i + 1])[0]))
+                raise DeccalError(name, f"K(y, y) = {self._diag_formula} is about {_power_of_10(ld[i])} at row {i} "
+                                        f"(||y|| = {norm:.3g}), above {self.max_diag:g}; rescale {name} (e.g. "
+                                        "divide it by its largest norm)")
         return Y
 
     def _pair(self, A, B, nameA, nameB):
@@ -439,7 +447,7 @@ class ExpInner(Kernel):
     _kind = _EXPINNER
     name = 'exp'
     max_diag = 1e150
-    _diag_formula = "exp(<y, y>) = exp(||y||^2)"
+    _diag_formula = "exp(||y||^2)"
     def _log_diag(self, Y):
         with np.errstate(over='ignore'): return np.exp(_log_sq_norms(Y))
 

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import numpy as np
 from .checks import DeccalError, DeccalTypeError, check_array, check_rows, check_sample_weight, row_blocks, patch
-from .checks import check_int, check_positive, check_choice, check_seed
+from .checks import check_int, check_positive, check_choice, check_labels, random_generator
 from . import checks
 from .losses import Loss, linear_loss
 from .embedding import Embedding
@@ -19,7 +19,7 @@ __all__ = ['cost_stack', 'decision_calibration_gaps', 'decision_calibration_scor
 # %% ../nbs/86_metrics.ipynb #12e0ee85
 def _classes_and_probs(y_true, y_prob, labels=None) -> tuple:
     "Labels as codes 0..C-1 (the columns of y_prob) and y_prob as an (n, C) array; a binary (n,) y_prob: P(2nd class)."
-    y = np.asarray(y_true)
+    y = check_labels(y_true, 'y_true')
     if y.ndim != 1: raise DeccalError('y_true', f"expected a 1-d array of labels, got shape {y.shape}")
     if len(y) == 0: raise DeccalError('y_true', "is empty: a score needs at least one sample")
     if y.dtype.kind in 'fc' and not np.isfinite(y).all(): raise DeccalError('y_true', "contains NaN or infinite labels")
@@ -27,7 +27,7 @@ def _classes_and_probs(y_true, y_prob, labels=None) -> tuple:
     if P.ndim == 1: P = np.column_stack([1 - P, P])
     check_rows(len(y), P, 'y_prob', 'y_true')
     try:
-        classes = np.unique(y) if labels is None else np.asarray(labels)
+        classes = np.unique(y) if labels is None else check_labels(labels, 'labels')
         if labels is not None and (classes.ndim != 1 or len(np.unique(classes)) != len(classes)):
             raise DeccalError('labels', "must be a 1-d array of distinct labels")
     except TypeError as e:
@@ -67,7 +67,7 @@ def _check_costs(costs, C:int, n_costs, n_actions, random_state) -> np.ndarray:
         if 8.0 * K * A * C > checks.MEMORY_BUDGET:
             raise DeccalError('n_costs', f"{K} cost matrices of {A} x {C} exceed the memory budget "
                                          f"({checks.MEMORY_BUDGET / 2**20:.0f} MiB)")
-        return np.random.default_rng(check_seed(random_state, 'random_state')).uniform(0, 1, (K, A, C))
+        return random_generator(random_state).uniform(0, 1, (K, A, C))
     return cost_stack(costs, C)
 
 # %% ../nbs/86_metrics.ipynb #03f13e6d
@@ -87,7 +87,7 @@ def decision_calibration_gaps(
     beta:float=None,     # temperature of their quantal response; None: the best response
     labels=None,         # the classes in the order of y_prob's columns (default: sorted labels of y_true)
     sample_weight=None,  # (n,) non-negative weights of the samples
-    random_state=0,      # seed of the random cost matrices
+    random_state=0,      # seed of the random cost matrices: an int, None, a RandomState or a Generator
 ) -> np.ndarray:         # (K,) the gap of each decision maker
     "Per decision maker (costs R, rule k): |weighted mean over samples of sum_a k(x, a) (R[a, y] - <R[a], y_prob>)|."
     codes, P, _ = _classes_and_probs(y_true, y_prob, labels)
@@ -116,7 +116,7 @@ def decision_calibration_score(
     labels=None,           # the classes in the order of y_prob's columns (default: sorted labels of y_true)
     aggregate:str='mean',  # 'mean' or 'max' over the decision makers
     sample_weight=None,    # (n,) non-negative weights of the samples
-    random_state=0,        # seed of the random cost matrices
+    random_state=0,        # seed of the random cost matrices: an int, None, a RandomState or a Generator
 ) -> float:                # lower is better; 0: every decision maker pays on average what it was promised
     "Zhao et al.'s evaluation as a scikit-learn metric: the mean (or max) over decision makers of |promised - paid|."
     aggregate = check_choice(aggregate, 'aggregate', ('mean', 'max'))
