@@ -11,7 +11,7 @@ import scipy.linalg, scipy.optimize
 from . import checks
 from statistics import NormalDist
 from .checks import (DeccalError, DeccalTypeError, check_array, check_bool, check_int, check_number,
-                           check_positive, check_rows, check_seed, check_choice, Progress)
+                           check_positive, check_radius, check_rows, check_seed, check_choice, Progress)
 from .kernels import Kernel
 from .losses import Loss
 from .embedding import Embedding
@@ -21,9 +21,9 @@ from .rows import backend_for
 
 
 # %% auto #0
-__all__ = ['search_rule', 'AuditResult', 'audit', 'check_holdout', 'remeasure', 'landmark_basis', 'landmark_coords',
-           'landmark_factors', 'landmark_search', 'landmark_G', 'landmark_losses', 'certify', 'BestResponseAudit',
-           'explicit_predictions', 'audit_best_response']
+__all__ = ['AUDIT_RADII', 'search_rule', 'AuditResult', 'audit', 'check_holdout', 'remeasure', 'landmark_basis',
+           'landmark_coords', 'landmark_factors', 'landmark_search', 'landmark_G', 'landmark_losses', 'certify',
+           'BestResponseAudit', 'explicit_predictions', 'audit_best_response']
 
 # %% ../nbs/06_audit.ipynb #09ed6b0c
 _TILE_ATOMS = 2048
@@ -369,12 +369,15 @@ def _check_outcomes(Y, pred, kernel) -> np.ndarray:
     if Y.shape[1] != pred.dim: raise DeccalError('Y', f"outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
     return Y
 
+# %% ../nbs/06_audit.ipynb #2bcd00be
+AUDIT_RADII = (1e-250, 1e250)   # the radii R1 the auditor accepts: its search never squares R1, but 1e305 overflows
+
 # %% ../nbs/06_audit.ipynb #81090ea3
 def _audit_options(n_actions, beta, R1, seed, holdout, n_starts, max_iter, exact_max, method, landmark_rows,
                    search_max, trace_tol, max_rank, delta, R2, weights, inits, verbose) -> dict:
     "`audit`'s options, checked (each error names its option): what the in-memory path and a backend's handler use."
     A = check_int(n_actions, 'n_actions', 1)
-    beta, R1 = check_positive(beta, 'beta'), check_positive(R1, 'R1')
+    beta, R1 = check_positive(beta, 'beta'), check_radius(R1, 'R1', *AUDIT_RADII)
     seed = check_seed(seed)
     try: inits = list(inits)
     except TypeError:
@@ -716,7 +719,7 @@ def audit_best_response(
     _check_pred_kernel(pred, kernel)
     if not hasattr(kernel, 'features'):
         raise DeccalError('kernel', f"{kernel!r} has no explicit feature map; use Linear, Polynomial or FeatureMap")
-    R1, A, seed = check_positive(R1, 'R1'), check_int(n_actions, 'n_actions', 1), check_seed(seed)
+    R1, A, seed = check_radius(R1, 'R1', *AUDIT_RADII), check_int(n_actions, 'n_actions', 1), check_seed(seed)
     n_starts, max_iter = check_int(n_starts, 'n_starts', 1), check_int(max_iter, 'max_iter', 1)
     try:
         betas = [check_positive(b, 'betas') for b in betas]

@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['RADIUS_RANGE', 'MEMORY_BUDGET', 'DeccalError', 'DeccalTypeError', 'NotFittedError', 'check_array', 'as_points',
-           'is_number', 'check_number', 'check_positive', 'check_radius', 'check_bandwidth', 'check_int', 'check_seed',
-           'random_generator', 'check_bool', 'check_choice', 'check_rows', 'check_sample_weight', 'check_labels',
-           'row_blocks', 'tiles', 'check_output_path', 'atomic_write', 'Progress', 'patch', 'on_dask']
+__all__ = ['RADIUS_RANGE', 'WEIGHT_RANGE', 'MEMORY_BUDGET', 'DeccalError', 'DeccalTypeError', 'NotFittedError', 'check_array',
+           'as_points', 'is_number', 'check_number', 'check_positive', 'check_radius', 'check_bandwidth', 'check_int',
+           'check_seed', 'random_generator', 'check_bool', 'check_choice', 'check_rows', 'weight_shift',
+           'check_sample_weight', 'check_labels', 'row_blocks', 'tiles', 'check_output_path', 'atomic_write',
+           'Progress', 'patch', 'on_dask']
 
 # %% ../nbs/00_checks.ipynb #864c9464
 class DeccalError(ValueError):
@@ -199,9 +200,15 @@ def check_rows(n:int,          # the required number of rows
     "Check that `a` has `n` rows, as `other` does."
     if a.shape[0] != n: raise DeccalError(name, f"has {a.shape[0]} rows but {other} has {n}")
 
-# %% ../nbs/00_checks.ipynb #350c5c8d
-_WEIGHT_RANGE = (2.0**-256, 2.0**256)   # weights whose largest lies outside are rescaled by a power of 2
+# %% ../nbs/00_checks.ipynb #8843a3a2
+WEIGHT_RANGE = (2.0**-256, 2.0**256)   # weights whose largest lies outside are rescaled by a power of 2
 
+def weight_shift(top:float, # the largest weight (> 0, finite)
+                ) -> int:   # k such that top * 2**k lies in WEIGHT_RANGE (0 when it already does)
+    "The power of 2 that brings the largest weight into WEIGHT_RANGE (shared with the Dask path)."
+    return 0 if WEIGHT_RANGE[0] <= top <= WEIGHT_RANGE[1] else -int(np.frexp(top)[1])
+
+# %% ../nbs/00_checks.ipynb #350c5c8d
 def check_sample_weight(sample_weight,     # (n,) weights, or None for equal weights
                         n:int,             # the number of rows
                         other:str,         # what `n` came from, for the message
@@ -215,8 +222,7 @@ def check_sample_weight(sample_weight,     # (n,) weights, or None for equal wei
         raise DeccalError(name, f"has negative entries (the smallest is {w.min():g}); weights must be >= 0")
     top = w.max()
     if not top > 0: raise DeccalError(name, "all weights are 0: at least one must be non-zero")
-    if not _WEIGHT_RANGE[0] <= top <= _WEIGHT_RANGE[1]: w = np.ldexp(w, -int(np.frexp(top)[1]))   # exact
-    return w
+    return np.ldexp(w, weight_shift(top))     # exact: a power of 2
 
 # %% ../nbs/00_checks.ipynb #d4ff193a
 def _label_kind(v) -> str:

@@ -11,7 +11,7 @@ try:
     from dask import delayed
     from dask.sizeof import sizeof
 except ImportError: raise ImportError('deccal.dask needs dask: pip install "deccal[dask]"') from None
-from .checks import DeccalError, DeccalTypeError, check_array, on_dask
+from .checks import DeccalError, DeccalTypeError, check_array, on_dask, weight_shift
 from .kernels import Kernel
 from .embedding import Embedding
 from .rows import Rows, LocalRows, split_rows, register_backend
@@ -254,11 +254,12 @@ def fit_on_dask(cal:DimFreeDeCal,  # the calibrator being fitted
     n, weights, traffic = pred.n, None, dict(sent=0, received=0)
     if sample_weight is not None:
         weights = _vector(sample_weight, pred, 'sample_weight')
-        bad, total = dask.compute(~da.isfinite(weights).all() | (weights < 0).any(), weights.sum())
+        bad, top = dask.compute(~da.isfinite(weights).all() | (weights < 0).any(), weights.max())
         if bad:
             raise DeccalError('sample_weight', "must be finite numbers >= 0")
-        if not total > 0:
+        if not top > 0:
             raise DeccalError('sample_weight', "all weights are zero: at least one must be > 0")
+        weights = weights * 2.0 ** weight_shift(top)     # exact; sums of huge weights stay finite
     R2 = radius(params, *_maxima(k_, pred, Y))
     hold, hw = None, None
     if holdout is not None:

@@ -132,3 +132,14 @@ def test_import_without_dask_says_how_to_install():
     code = "import sys; sys.modules['dask'] = None\ntry:\n    import deccal.dask\nexcept ImportError as e: print(e)"
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == 'deccal.dask needs dask: pip install "deccal[dask]"', out
+
+
+def test_huge_weights_are_the_same_weights(client, data):
+    # weights of 1e307 overflowed their sum (inf) and passed the check; only their ratios matter, as in memory
+    px, y, dp, dy = data
+    kw = dict(FIT, max_rounds=2)
+    a = DimFreeDeCal(RBF(0.5), **kw).fit(dp, dy, sample_weight=da.from_array(np.ones(N), chunks=CH))
+    b = DimFreeDeCal(RBF(0.5), **kw).fit(dp, dy, sample_weight=da.from_array(np.full(N, 1e307), chunks=CH))
+    assert len(a.history_) == len(b.history_)
+    for ha, hb in zip(a.history_, b.history_):
+        assert hb['square_loss'] == pytest.approx(ha['square_loss'], rel=1e-12)

@@ -8,6 +8,7 @@ from deccal.distributions import project_simplex, AtomDistribution
 from deccal.kernels import RBF, Linear, Polynomial, ExpInner
 from deccal.embedding import Embedding
 from deccal.dimfree import DimFreeDeCal
+from deccal.audit import audit
 from deccal.metrics import decision_calibration_score
 
 
@@ -155,3 +156,11 @@ def test_mixed_labels_are_refused(labels):
 def test_labels_of_one_type_pass():
     assert checks.check_labels(['a', 'b'], 'y').dtype.kind == 'U' and checks.check_labels([3, 1], 'y').dtype.kind == 'i'
     assert checks.check_labels(np.array(['a', 'b'], dtype=object), 'y').dtype == object
+
+
+def test_audit_refuses_a_radius_that_overflows_its_search():
+    # R1 = 1e305 ended in an internal "F: contains ... NaN"; 1e200 is still audited
+    r = np.random.default_rng(0)
+    px = r.uniform(0.2, 0.8, (60, 2)); y = np.clip(px + 0.1 * r.normal(size=(60, 2)), 0, 1)
+    with pytest.raises(DeccalError, match='^R1:'): audit(Embedding.from_points(px), y, kernel=RBF(1.0), R1=1e305)
+    assert np.isfinite(audit(Embedding.from_points(px), y, kernel=RBF(1.0), R1=1e200, n_starts=1).value)
