@@ -12,6 +12,7 @@ from . import checks
 from statistics import NormalDist
 from .checks import (DeccalError, DeccalTypeError, check_array, check_bool, check_int, check_number,
                            check_positive, check_radius, check_rows, check_seed, check_choice, Progress)
+from .checks import one_blas_thread
 from .kernels import Kernel
 from .losses import Loss
 from .embedding import Embedding
@@ -459,6 +460,7 @@ def _audit_in_memory(pred:Embedding,  # predictions p(x_i) on the audit sample
     return res
 
 # %% ../nbs/06_audit.ipynb #7c463526
+@one_blas_thread
 def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
           Y,                     # (n, d) outcomes
           kernel:Kernel,         # the RKHS of the loss class
@@ -621,6 +623,7 @@ def landmark_losses(kernel, basis, to_u, g, U, R1):
     return float(R1 * Gn.sum()), Gn, loss, rule
 
 # %% ../nbs/06_audit.ipynb #40548eaa
+@one_blas_thread
 def certify(pred:Embedding,          # predictions on data the calibrator never saw
             Y,                       # (n, d) outcomes
             kernel:Kernel,           # the RKHS of the loss class
@@ -702,6 +705,7 @@ def _hard_value(Pm, E, w, U, R1):
     return R1 * np.linalg.norm(G, axis=0).sum(), G
 
 # %% ../nbs/06_audit.ipynb #b53f2735
+@one_blas_thread
 def audit_best_response(
     pred: Embedding,  # predictions p(x_i)
     Y,  # (n, d) outcomes

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['RADIUS_RANGE', 'WEIGHT_RANGE', 'MEMORY_BUDGET', 'DeccalError', 'DeccalTypeError', 'NotFittedError', 'check_array',
-           'as_points', 'is_number', 'check_number', 'check_positive', 'check_radius', 'check_bandwidth', 'check_int',
-           'check_seed', 'random_generator', 'check_bool', 'check_choice', 'check_rows', 'weight_shift',
+__all__ = ['RADIUS_RANGE', 'WEIGHT_RANGE', 'MEMORY_BUDGET', 'BLAS_THREADS', 'DeccalError', 'DeccalTypeError', 'NotFittedError',
+           'check_array', 'as_points', 'is_number', 'check_number', 'check_positive', 'check_radius', 'check_bandwidth',
+           'check_int', 'check_seed', 'random_generator', 'check_bool', 'check_choice', 'check_rows', 'weight_shift',
            'check_sample_weight', 'check_labels', 'row_blocks', 'tiles', 'check_output_path', 'atomic_write',
-           'Progress', 'patch', 'on_dask']
+           'Progress', 'patch', 'on_dask', 'blas_controller', 'one_blas_thread']
 
 # %% ../nbs/00_checks.ipynb #864c9464
 class DeccalError(ValueError):
@@ -384,7 +384,7 @@ def _patch_to(f, cls_method, static_method, glb):
     first = next(iter(inspect.signature(f).parameters), None)
     ann = f.__annotations__.get(first) if first else None
     if ann is None: raise TypeError(f"patch: the first parameter of {f.__name__} needs a class annotation")
-    cls = eval(ann, f.__globals__) if isinstance(ann, str) else ann
+    cls = eval(ann, inspect.unwrap(f).__globals__) if isinstance(ann, str) else ann  # (a decorated f: its own module)
     f.__qualname__ = f"{cls.__name__}.{f.__name__}"
     setattr(cls, f.__name__, classmethod(f) if cls_method else staticmethod(f) if static_method else f)
     return glb.get(f.__name__)
@@ -402,3 +402,48 @@ def patch(f=None, *,
 def on_dask(*xs) -> bool:
     "Is any of `xs` held as Dask arrays: a Dask collection, or a `deccal.dask.DaskEmbedding`? (Dask is not imported.)"
     return any(callable(getattr(x, '__dask_graph__', None)) or getattr(type(x), 'on_dask', False) is True for x in xs)
+
+# %% ../nbs/00_checks.ipynb #c3a99426
+import functools, threading
+from threadpoolctl import ThreadpoolController
+
+# %% ../nbs/00_checks.ipynb #b8e6d618
+_BLAS = dict(controller=None, modules=-1)   # the controller, and len(sys.modules) when it was built
+
+def blas_controller() -> ThreadpoolController:
+    "threadpoolctl's controller of the loaded BLAS libraries: kept, and rebuilt only when new modules were imported."
+    n = len(sys.modules)
+    if _BLAS['modules'] != n: _BLAS['controller'], _BLAS['modules'] = ThreadpoolController().select(user_api='blas'), n
+    return _BLAS['controller']
+
+# %% ../nbs/00_checks.ipynb #b2f7add2
+BLAS_THREADS = 1   # the BLAS threads deccal's numerical work runs with (None: leave the caller's setting)
+
+class _Entries(threading.local):
+    depth, limiter = 0, None   # per Python thread: nested entries, and threadpoolctl's limiter of the outermost
+
+class _OneBlasThread:
+    "The context manager behind `one_blas_thread`: the outermost entry limits BLAS, the matching exit restores it."
+    def __init__(self): self._state = _Entries()
+    def __enter__(self):
+        s = self._state
+        if s.depth == 0: s.limiter = blas_controller().limit(limits=BLAS_THREADS).__enter__()
+        s.depth += 1
+        return self
+    def __exit__(self, *exc):
+        s = self._state
+        s.depth -= 1
+        if s.depth == 0: s.limiter.__exit__(None, None, None); s.limiter = None
+        return False
+
+_ONE_BLAS_THREAD = _OneBlasThread()
+
+# %% ../nbs/00_checks.ipynb #4edc512c
+def one_blas_thread(f=None, # the function to decorate (None: return a context manager)
+                   ):
+    "Run `f` (decorator: `@one_blas_thread`) or a block (`with one_blas_thread():`) with BLAS_THREADS BLAS threads."
+    if f is None: return _ONE_BLAS_THREAD
+    @functools.wraps(f)
+    def limited(*args, **kwargs):
+        with _ONE_BLAS_THREAD: return f(*args, **kwargs)
+    return limited

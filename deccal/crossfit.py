@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse
 from .checks import DeccalError, DeccalTypeError, NotFittedError
 from .checks import check_int, check_number, check_bool, check_seed, check_rows, check_sample_weight, patch
+from .checks import one_blas_thread
 from .embedding import Embedding
 from .rows import mean_se
 from .params import Estimator
@@ -88,6 +89,7 @@ def fold_ids(n:int,       # rows
 
 # %% ../nbs/09d_crossfit.ipynb #c963ae29
 @patch
+@one_blas_thread
 def fit(self:CrossFitDeCal,
         pred:Embedding,      # base predictions p0(x_i) on the calibration sample
         Y,                   # (n, d) outcomes
@@ -140,6 +142,7 @@ def fit(self:CrossFitDeCal,
 
 # %% ../nbs/09d_crossfit.ipynb #4b9467af
 @patch
+@one_blas_thread
 def transform(self:CrossFitDeCal,
               pred:Embedding, # base predictions of the same kind as the fitted ones
              ) -> Embedding:

@@ -9,6 +9,7 @@ import numpy as np
 from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positive, check_number, check_int,
                            check_seed, check_bool, check_choice, check_rows, check_sample_weight, row_blocks, Progress,
                            check_radius, patch)
+from .checks import one_blas_thread
 from .kernels import Kernel
 from .embedding import Embedding
 from .losses import Loss
@@ -315,6 +316,7 @@ def run_rounds(self:DimFreeDeCal,
 
 # %% ../nbs/08_dimfreedecal.ipynb #5c088422
 @patch
+@one_blas_thread
 def fit(self:DimFreeDeCal,
         pred:Embedding,     # base predictions p0(x_i) on the calibration sample
         Y,                  # (n, d) outcomes
@@ -414,6 +416,7 @@ def check_fitted(self:DimFreeDeCal,
 
 # %% ../nbs/08_dimfreedecal.ipynb #beb4ca0e
 @patch
+@one_blas_thread
 def transform(self:DimFreeDeCal,
               pred:Embedding,  # base predictions of the same kind as the fitted ones
              ) -> Embedding:

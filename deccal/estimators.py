@@ -22,6 +22,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data, has_fit_parameter
 from .checks import DeccalError, DeccalTypeError, NotFittedError
 from .checks import check_array, as_points, check_sample_weight, check_number, row_blocks, patch
+from .checks import one_blas_thread
 from .kernels import Kernel, Linear, RBF, KERNELS, make_kernel
 from .losses import Loss
 from .embedding import Embedding
@@ -143,6 +144,7 @@ class _DecisionCalibratedBase(BaseEstimator):
         return tags
 
     @_fit_context(prefer_skip_nested_validation=False)   # False: the base estimator's own fit checks its parameters
+    @one_blas_thread
     def fit(self,
             X,                  # (n, n_features) features (an array, a sparse matrix or a DataFrame)
             y,                  # (n,) labels of any type (classifier); (n,) or (n, d) outcomes (regressor)
@@ -372,6 +374,7 @@ def calibrated_vectors(self:DecisionCalibratedClassifier,
 
 # %% ../nbs/85_estimators.ipynb #ac213d78
 @patch
+@one_blas_thread
 def predict_proba(self:DecisionCalibratedClassifier,
                   X, # (n, n_features) features
                  ) -> np.ndarray: # (n, C) probabilities, columns in the order of `classes_`
@@ -399,6 +402,7 @@ def _fit_output(self:DecisionCalibratedClassifier, start:Embedding, Y, sample_we
 
 # %% ../nbs/85_estimators.ipynb #7fea59bc
 @patch
+@one_blas_thread
 def predict(self:DecisionCalibratedClassifier,
             X, # (n, n_features) features
            ) -> np.ndarray: # (n,) labels
@@ -420,6 +424,7 @@ def _cost_matrix(costs, C:int) -> np.ndarray:
 
 # %% ../nbs/85_estimators.ipynb #dbbfc488
 @patch
+@one_blas_thread
 def predict_loss(self:DecisionCalibratedClassifier,
                  X,      # (n, n_features) features
                  # (A, C) cost matrix, costs[a, c] the cost of action a when the class is classes_[c]; (n, A, C)
@@ -436,6 +441,7 @@ def predict_loss(self:DecisionCalibratedClassifier,
 
 # %% ../nbs/85_estimators.ipynb #fc3ef70e
 @patch
+@one_blas_thread
 def predict_action(self:DecisionCalibratedClassifier,
                    X,      # (n, n_features) features
                    costs,  # (A, C) cost matrix, (n, A, C) costs per row, or a deccal Loss on one-hot outcomes
@@ -668,6 +674,7 @@ def calibrated_embedding(self:DecisionCalibratedRegressor,
 
 # %% ../nbs/85_estimators.ipynb #07833d10
 @patch
+@one_blas_thread
 def predict_loss(self:DecisionCalibratedRegressor,  # noqa: F811
                  X,           # (n, n_features) features
                  # a deccal Loss in the RKHS of `kernel_` (piecewise_linear_loss with kernel='min', cobb_douglas_loss
@@ -684,6 +691,7 @@ def predict_loss(self:DecisionCalibratedRegressor,  # noqa: F811
 
 # %% ../nbs/85_estimators.ipynb #6e6eb829
 @patch
+@one_blas_thread
 def predict_action(self:DecisionCalibratedRegressor,  # noqa: F811
                    X,          # (n, n_features) features
                    loss:Loss,  # a deccal Loss in the RKHS of `kernel_`
@@ -719,6 +727,7 @@ def predict_distribution(self:DecisionCalibratedRegressor,
 
 # %% ../nbs/85_estimators.ipynb #12a90a20
 @patch
+@one_blas_thread
 def predict_quantiles(self:DecisionCalibratedRegressor,
                       X,          # (n, n_features) features
                       quantiles,  # a level in [0, 1] or a sequence of them
@@ -728,6 +737,7 @@ def predict_quantiles(self:DecisionCalibratedRegressor,
 
 # %% ../nbs/85_estimators.ipynb #2b92fb54
 @patch
+@one_blas_thread
 def predict(self:DecisionCalibratedRegressor,  # noqa: F811
             X, # (n, n_features) features
            ) -> np.ndarray: # (n,) or (n, d): the mean of the calibrated predictive distribution

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 from .checks import DeccalError, DeccalTypeError, check_array, check_rows, check_sample_weight, row_blocks, patch
 from .checks import check_int, check_positive, check_choice, check_labels, random_generator
+from .checks import one_blas_thread
 from . import checks
 from .losses import Loss, linear_loss
 from .embedding import Embedding
@@ -105,6 +106,7 @@ def decision_calibration_gaps(
     return out
 
 # %% ../nbs/86_metrics.ipynb #3d371039
+@one_blas_thread
 def decision_calibration_score(
     y_true,                # (n,) true labels, of any type
     y_prob,                # (n, C) predicted probabilities (or any vectors of R^C); (n,) for P(second class)
