@@ -22,9 +22,9 @@ from .rows import backend_for
 
 
 # %% auto #0
-__all__ = ['AUDIT_RADII', 'search_rule', 'AuditResult', 'audit', 'check_holdout', 'remeasure', 'landmark_basis',
-           'landmark_coords', 'landmark_factors', 'landmark_search', 'landmark_G', 'landmark_losses', 'certify',
-           'BestResponseAudit', 'explicit_predictions', 'audit_best_response']
+__all__ = ['AUDIT_RADII', 'LANDMARKS_ABOVE', 'search_rule', 'AuditResult', 'audit', 'check_holdout', 'remeasure',
+           'landmark_basis', 'landmark_coords', 'landmark_factors', 'landmark_search', 'landmark_G', 'landmark_losses',
+           'certify', 'BestResponseAudit', 'explicit_predictions', 'audit_best_response']
 
 # %% ../nbs/06_audit.ipynb #09ed6b0c
 _TILE_ATOMS = 2048
@@ -414,7 +414,7 @@ def _audit_in_memory(pred:Embedding,  # predictions p(x_i) on the audit sample
     w = _check_signed_weights(opts['weights'], n)
     if holdout is not None: holdout = check_holdout(holdout, kernel, pred.dim)   # bad held-out data fails first
     rng = np.random.default_rng(opts['seed'])
-    if method == 'auto': method = 'exact' if n <= exact_max else 'randomized' if n <= _LANDMARKS_ABOVE else 'landmarks'
+    if method == 'auto': method = 'exact' if n <= exact_max else 'randomized' if n <= LANDMARKS_ABOVE else 'landmarks'
     if method != 'landmarks': exact_max = n if method == 'exact' else 0 if method == 'randomized' else exact_max
     grams = _Grams(kernel, pred, Y)
     n_pass = 1 if method == 'landmarks' else _n_passes(n, exact_max, grams.fits())
@@ -546,7 +546,7 @@ def remeasure(res:AuditResult,    # an audit's result; the held-out numbers are 
                              / np.sqrt(m))
 
 # %% ../nbs/06_audit.ipynb #c9d87dee
-_LANDMARKS_ABOVE = 20_000  # method='auto': the landmark path above this n (the randomized sketches' passes grow as n^2)
+LANDMARKS_ABOVE = 5_000  # method='auto': landmarks above this n (measured faster: the benchmarks notebook)
 
 
 def landmark_basis(kernel: Kernel, pred: Embedding, Y, trace_tol: float, max_rank: int) -> tuple:
