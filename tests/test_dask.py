@@ -143,3 +143,108 @@ def test_huge_weights_are_the_same_weights(client, data):
     assert len(a.history_) == len(b.history_)
     for ha, hb in zip(a.history_, b.history_):
         assert hb['square_loss'] == pytest.approx(ha['square_loss'], rel=1e-12)
+
+
+def _filtered(a, keep, chunks):
+    "a[keep] as Dask leaves it after a boolean filter and compute_chunk_sizes(): emptied blocks have size 0."
+    return da.from_array(a, chunks=chunks)[da.from_array(keep, chunks=chunks)].compute_chunk_sizes()
+
+
+def test_zero_size_chunks_give_what_the_rows_without_them_give(client, data):
+    # a filter that empties whole blocks; deccal's error for unknown sizes advises compute_chunk_sizes(), which leaves
+    # blocks of size 0: every block computation (the fit's state and sums, the weights, R2's maxima, the auditor's
+    # coordinates and G_a, the transform) must give the numbers of the same rows without them, to 1e-12
+    px, y, _, _ = data
+    keep = np.ones(N, bool); keep[CH:2 * CH] = False; keep[3 * CH + 7:] = False    # block 1 and most of block 3 go
+    sw = np.random.default_rng(9).uniform(0.5, 1.5, N)
+    fx, fy, fw = (_filtered(a, keep, CH) for a in (px, y, sw))
+    assert 0 in fx.chunks[0] and 0 in fy.chunks[0] and 0 in fw.chunks[0], fx.chunks
+    dz = DaskEmbedding.from_points(fx)
+    plain = tuple(c for c in fx.chunks[0] if c)
+    dn = DaskEmbedding.from_points(da.from_array(px[keep], chunks=(plain, 3)))
+    yn, wn = da.from_array(y[keep], chunks=(plain, 3)), da.from_array(sw[keep], chunks=(plain,))
+    kw = dict(FIT, max_rounds=3, early_stopping=True)
+    fits = {}
+    for cls in (DimFreeDeCal, ZhaoDeCal):        # whole fits: the tolerance of the whole-fit test above (searches)
+        kc = {k: v for k, v in kw.items() if cls is DimFreeDeCal or k != 'step'}
+        a = fits[cls] = cls(RBF(0.5), **kc).fit(dz, fy, sample_weight=fw)
+        b = cls(RBF(0.5), **kc).fit(dn, yn, sample_weight=sw[keep])
+        assert len(a.history_) == len(b.history_) >= 2
+        for ha, hb in zip(a.history_, b.history_):
+            for k in ('square_loss', 'holdout_square_loss', 'audit_value'):
+                if hb.get(k) is not None: assert ha[k] == pytest.approx(hb[k], rel=1e-7), (k, ha, hb)
+    cal = fits[DimFreeDeCal]
+    ta, tb = cal.transform(dz).compute(), cal.transform(dn).compute()          # one calibrator on both: 1e-12
+    assert rel(ta.theta, tb.theta) <= 1e-12 and rel(ta.gamma, tb.gamma) <= 1e-12
+    from deccal.dask import _maxima
+    assert _maxima(RBF(0.5), dz, fy) == _maxima(RBF(0.5), dn, yn)
+    basis, _ = make_basis(RBF(0.5), Embedding.from_points(px[:300]), y[:300], 0, 1e-8, 50)
+    to_u, _ = whiten(basis.K, 1e-8, 50)
+    U = np.random.default_rng(2).normal(size=(3, to_u.shape[0])) * 0.2
+    Du = np.random.default_rng(4).normal(size=(3, to_u.shape[0])) * 0.05
+    rz, rn = (_DaskRows.build(Rows, RBF(0.5), basis, to_u, p, q, w).map('patch', U, Du, 6.0, 1.0)
+              for p, q, w in ((dz, fy, fw), (dn, yn, wn)))
+    assert rz.sizes == rn.sizes == list(plain)
+    for method, args in (('stats', (U, 6.0)), ('square_loss_sum', ())):
+        for i in range(len(rn.each(method, *args)[0])):
+            assert rel(sum(np.asarray(q[i]) for q in rz.each(method, *args)),
+                       sum(np.asarray(q[i]) for q in rn.each(method, *args))) <= 1e-12, (method, i)
+    idx = split_rows(np.arange(0, keep.sum(), 5), rz.sizes)
+    assert all(rel(x[0], y_[0]) <= 1e-12 for x, y_ in zip(rz.each('take', per=idx), rn.each('take', per=idx)))
+    cz, cn = (_DaskRows.build(_Coords, RBF(0.5), basis, to_u, p, q, w) for p, q, w in ((dz, fy, fw), (dn, yn, wn)))
+    assert rel(sum(cz.each('G', U, 6.0)), sum(cn.each('G', U, 6.0))) <= 1e-12       # the auditor's G_a
+    akw = dict(n_actions=3, beta=6.0, method='landmarks', search_max=300, n_starts=2, max_rank=60)
+    a = audit(dz, fy, RBF(0.5), weights=fw / keep.sum(), **akw)
+    assert a.info['blocks'] == len(plain)
+    g = deccal.gap_function(Embedding.from_points(px[keep]), y[keep], a.loss, a.rule_loss, beta=6.0)
+    assert a.value == pytest.approx(abs(sw[keep] / keep.sum() @ g), rel=1e-9)   # its pair's exact error, every row
+    assert dz.chunks == dn.chunks == plain            # the empty blocks were dropped, the others kept as they were
+
+
+def _never(b): raise RuntimeError("a block was computed")
+
+
+@pytest.fixture
+def local_client():
+    # workers in this process, so that what they log reaches this process's logging
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=':0')
+    c = distributed.Client(cluster)
+    yield c
+    c.close(); cluster.close()
+
+
+def test_bad_values_on_workers_one_error_no_worker_log(local_client, data):
+    import logging
+    px, y, dp, dy = data
+    records = []
+    handler = logging.Handler(logging.DEBUG); handler.emit = records.append
+    log = logging.getLogger('distributed'); log.addHandler(handler)
+    loud = lambda: [(r.name, r.levelname, r.getMessage()[:200]) for r in records
+                    if r.levelno >= logging.ERROR or 'Compute Failed' in r.getMessage()]
+    try:
+        bad = y.copy(); bad[[5, CH + 5, 3 * CH + 1], 0] = np.nan       # NaN in three of the four blocks
+        by = da.from_array(bad, chunks=CH)
+        zbad = px.copy(); zbad[2 * CH + 3, 1] = np.inf
+        bz = DaskEmbedding.from_points(da.from_array(zbad, chunks=CH))
+        calls = [(lambda: DimFreeDeCal(RBF(0.5), **FIT).fit(dp, by), 'Y'),
+                 (lambda: ZhaoDeCal(RBF(0.5), max_rounds=2).fit(bz, dy), 'Z'),
+                 (lambda: DimFreeDeCal(RBF(0.5), **FIT).fit(dp, dy, holdout=(dp, by)), 'holdout outcomes'),
+                 (lambda: audit(dp, by, RBF(0.5), method='landmarks', landmark_rows=100), 'Y'),
+                 (lambda: audit(bz, dy, RBF(0.5), method='landmarks', landmark_rows=100), 'Z')]
+        for call, arg in calls:
+            with pytest.raises(deccal.DeccalError) as e: call()
+            assert not loud(), (arg, loud())                            # no worker logged the failure
+            assert e.value.arg == arg and 'NaN or infinite' in str(e.value), (arg, e.value)
+            assert e.value.__cause__ is None and e.value.__context__ is None
+        # what can be checked on the client is, before any block is computed
+        never = dy.map_blocks(_never, dtype=float)
+        with pytest.raises(deccal.DeccalError) as e:
+            DimFreeDeCal(RBF(0.5), **FIT).fit(dp, never, holdout=(Embedding.from_points(px[:9, :2]), y[:9, :2]))
+        assert e.value.arg == 'holdout'
+        with pytest.raises(deccal.DeccalError) as e:
+            audit(dp, dy, RBF(0.5), method='landmarks', weights=da.from_array(np.r_[np.nan, np.ones(N - 1)], chunks=CH))
+        assert e.value.arg == 'weights'
+    finally:
+        log.removeHandler(handler)
+    assert not loud(), loud()
+
