@@ -24,8 +24,8 @@ __all__ = ['DaskEmbedding', 'fit_on_dask', 'transform_on_dask', 'audit_on_dask']
 
 # %% ../nbs/87_dask.ipynb #2591c137
 def _row_array(x, name:str, ndims:tuple, chunks=None):
-    """`x` as a Dask array of numbers with ndim in `ndims`, chunked by rows only (`chunks`: the row chunks to follow);
-    NaN is checked block by block later."""
+    """`x` as a Dask array of numbers with ndim in `ndims`, chunked by rows only (`chunks`: the row chunks to follow;
+    by default its own, without the empty ones); NaN is checked block by block later."""
     if not on_dask(x):
         x = da.from_array(
             check_array(x, name, ndim=ndims, nonempty=False), chunks=(chunks or 'auto',) + (-1,) * (np.ndim(x) - 1)
@@ -38,7 +38,8 @@ def _row_array(x, name:str, ndims:tuple, chunks=None):
         raise DeccalTypeError(name, f"expected real numbers, got dtype {x.dtype}")
     if any(np.isnan(c) for c in x.chunks[0]):
         raise DeccalError(name, "unknown chunk sizes (after a filter?): call .compute_chunk_sizes() first")
-    return x.rechunk((chunks or x.chunks[0],) + (-1,) * (x.ndim - 1)).astype(float)
+    rows = chunks or tuple(c for c in x.chunks[0] if c) or x.chunks[0]   # a filter's empty blocks: merged away
+    return x.rechunk((rows,) + (-1,) * (x.ndim - 1)).astype(float)
 
 # %% ../nbs/87_dask.ipynb #3f47f5fa
 class DaskEmbedding:
@@ -177,11 +178,47 @@ def _vector(w, pred: DaskEmbedding, name: str):
     return w.rechunk((pred.chunks,))
 
 # %% ../nbs/87_dask.ipynb #b5c577d0
-def _blocks(kernel, pred: DaskEmbedding, Y, w=None, name: str = 'Y') -> list:
-    "Per block of rows, the delayed (Embedding, checked outcomes, weights or None)."
-    yb = [delayed(kernel.check)(b, name) for b in Y.rechunk((pred.chunks, -1)).to_delayed().ravel()]
-    wb = [None] * len(yb) if w is None else list(w.rechunk((pred.chunks,)).to_delayed().ravel())
-    return list(zip(pred.blocks(), yb, wb))
+def _blocks(pred: DaskEmbedding, Y=None, w=None) -> list:
+    "Per block of rows, its chunks as delayed objects: (Z, W, theta, gamma, Y, w), None for an array not given."
+    arrays = (pred.Z, pred.W, pred.theta, pred.gamma, None if Y is None else Y.rechunk((pred.chunks, -1)),
+              None if w is None else w.rechunk((pred.chunks,)))
+    parts = [[None] * len(pred.chunks) if a is None else list(a.to_delayed().ravel()) for a in arrays]
+    return list(zip(*parts))
+
+# %% ../nbs/87_dask.ipynb #a1b2c3d4
+def _block(kernel:Kernel, V, name:str, Z, W, theta, gamma, Y, w) -> tuple:
+    "One block's (Embedding, checked outcomes, weights) from its chunks, built and checked in the task that uses it."
+    e = Embedding(Z, W, V if len(V) else None, theta, gamma)
+    e.check_kernel(kernel)
+    return e, kernel.check(Y, name), w
+
+# %% ../nbs/87_dask.ipynb #c3d4e5f6
+class _Failed:
+    "A deccal input error raised inside a block's task, carried back to the client as a value."
+
+    def __init__(self, err: DeccalError):
+        self.err = err
+
+# %% ../nbs/87_dask.ipynb #d4e5f6a7
+def _task(f, *args):
+    """f(*args) as a block's task: a `DeccalError` comes back as a `_Failed` value (the worker logs nothing), and a
+    `_Failed` argument (an earlier task of the block failed) is passed on without calling f."""
+    for a in args:
+        if isinstance(a, _Failed):
+            return a
+    try:
+        return f(*args)
+    except DeccalError as e:
+        return _Failed(e)
+
+# %% ../nbs/87_dask.ipynb #e5f6a7b8
+def _compute(*parts) -> list:
+    "`dask.compute(*parts)`, raising on the client the first deccal error that a block's task returned."
+    out = dask.compute(*parts)
+    for o in out:
+        if isinstance(o, _Failed):
+            raise o.err.with_traceback(None) from None
+    return list(out)
 
 # %% ../nbs/87_dask.ipynb #b47bcfc5
 def _call(obj, method: str, *args):
@@ -189,51 +226,51 @@ def _call(obj, method: str, *args):
     return getattr(obj, method)(*args)
 
 # %% ../nbs/87_dask.ipynb #8f04d196
+def _build_block(kind, kernel, basis, to_u, V, name: str, *chunks):
+    "A block's state `kind.build(kernel, basis, to_u, pred, Y, w)` from its chunks (one task: built and checked)."
+    return kind.build(kernel, basis, to_u, *_block(kernel, V, name, *chunks))
+
+# %% ../nbs/87_dask.ipynb #a7b8c9d0
 class _DaskRows:
     """Blocks of rows held by Dask (by the workers of a `dask.distributed` cluster): `map` and `each` as `LocalRows`,
-    each block where it lives."""
+    each block where it lives, one task per block and call."""
 
     def __init__(self, blocks, sizes, traffic):
-        self.blocks, self.sizes, self.traffic = (
-            blocks,
-            sizes,
-            traffic,
-        )  # traffic: bytes sent to and received from the blocks
+        self.blocks, self.sizes = blocks, sizes
+        self.traffic = traffic  # bytes sent to and received from the blocks
 
     @classmethod
-    def build(cls, kind, kernel, basis, to_u, pred: DaskEmbedding, Y, w=None, traffic=None):
+    def build(cls, kind, kernel, basis, to_u, pred: DaskEmbedding, Y, w=None, traffic=None, name: str = 'Y'):
         "Each block's state `kind.build(kernel, basis, to_u, pred, Y, w)`, computed and kept where it is (persisted)."
         traffic = traffic if traffic is not None else dict(sent=0, received=0)
-        bd, ud = delayed(basis), delayed(to_u)  # shipped once, shared by every block's task
+        bd, ud, vd = delayed(basis), delayed(to_u), delayed(pred.V)  # shipped once, shared by every block's task
         traffic['sent'] += sizeof(basis.K) + sizeof(basis.Y) + sizeof(basis.P.Z) + sizeof(to_u)
-        out = [delayed(kind.build)(kernel, bd, ud, p, y, ww) for p, y, ww in _blocks(kernel, pred, Y, w)]
+        out = [delayed(_task)(_build_block, kind, kernel, bd, ud, vd, name, *c) for c in _blocks(pred, Y, w)]
         return cls(list(dask.persist(*out)), list(pred.chunks), traffic)
 
     def map(self, method: str, *args):
         self.traffic['sent'] += sizeof(args) * len(self.blocks)
-        out = [delayed(_call)(b, method, *args) for b in self.blocks]
+        out = [delayed(_task)(_call, b, method, *args) for b in self.blocks]
         return _DaskRows(list(dask.persist(*out)), self.sizes, self.traffic)
 
     def each(self, method: str, *args, per=None) -> list:
         self.traffic['sent'] += sizeof(args) * len(self.blocks) + (sizeof(per) if per is not None else 0)
-        out = dask.compute(
-            *[
-                delayed(_call)(b, method, *((per[i],) if per is not None else ()), *args)
-                for i, b in enumerate(self.blocks)
-            ]
-        )
+        out = _compute(*[delayed(_task)(_call, b, method, *((per[i],) if per is not None else ()), *args)
+                         for i, b in enumerate(self.blocks)])
         self.traffic['received'] += sizeof(out)
-        return list(out)
+        return out
 
 # %% ../nbs/87_dask.ipynb #0b45d12e
-def _block_maxima(kernel, pred, Y):
+def _block_maxima(kernel, V, *chunks) -> tuple:
+    "One block's largest K(y, y) and ||p(x)||^2."
+    pred, Y, _ = _block(kernel, V, 'Y', *chunks)
     return float(kernel.diag(Y).max()), float(pred.sq_norms(kernel).max())
 
 # %% ../nbs/87_dask.ipynb #28307fe7
 def _maxima(kernel, pred: DaskEmbedding, Y) -> tuple:
     "The largest K(y, y) and ||p(x)||^2 over every block (one pass, two numbers back per block)."
-    parts = [delayed(_block_maxima)(kernel, p, y) for p, y, _ in _blocks(kernel, pred, Y)]
-    m = np.array(dask.compute(*parts))
+    vd = delayed(pred.V)
+    m = np.array(_compute(*[delayed(_task)(_block_maxima, kernel, vd, *c) for c in _blocks(pred, Y)]))
     return float(m[:, 0].max()), float(m[:, 1].max())
 
 # %% ../nbs/87_dask.ipynb #42df24d7
@@ -242,7 +279,8 @@ def fit_on_dask(cal:DimFreeDeCal,  # the calibrator being fitted
                 pred, Y, holdout, sample_weight,   # `fit`'s arguments
                 t0:float,          # the fit's start (time.perf_counter())
                ) -> DimFreeDeCal:
-    "`DimFreeDeCal.fit` on Dask arrays: the checks, R2 and the validation split here, the rounds in `run_rounds`."
+    """`DimFreeDeCal.fit` on Dask arrays: the checks (all that need no pass over the data before any task), R2 and the
+    validation split here, the rounds in `run_rounds`."""
     k_ = params['kernel']
     if params['sample'] != "reuse":
         raise DeccalError(
@@ -251,16 +289,9 @@ def fit_on_dask(cal:DimFreeDeCal,  # the calibrator being fitted
         )
     pred = _as_pred(pred)
     Y = _outcomes(Y, pred)
+    if len(pred.V):
+        k_.check(pred.V, 'pred (shared atoms)')
     n, weights, traffic = pred.n, None, dict(sent=0, received=0)
-    if sample_weight is not None:
-        weights = _vector(sample_weight, pred, 'sample_weight')
-        bad, top = dask.compute(~da.isfinite(weights).all() | (weights < 0).any(), weights.max())
-        if bad:
-            raise DeccalError('sample_weight', "must be finite numbers >= 0")
-        if not top > 0:
-            raise DeccalError('sample_weight', "all weights are zero: at least one must be > 0")
-        weights = weights * 2.0 ** weight_shift(top)     # exact; sums of huge weights stay finite
-    R2 = radius(params, *_maxima(k_, pred, Y))
     hold, hw = None, None
     if holdout is not None:
         try:
@@ -274,7 +305,16 @@ def fit_on_dask(cal:DimFreeDeCal,  # the calibrator being fitted
             hold = (ph, _outcomes(Yh, ph, 'holdout outcomes'))
         else:
             hold = check_holdout(holdout, k_, pred.dim)
-    elif params['early_stopping']:
+    if sample_weight is not None:
+        weights = _vector(sample_weight, pred, 'sample_weight')
+        bad, top = dask.compute(~da.isfinite(weights).all() | (weights < 0).any(), weights.max())
+        if bad:
+            raise DeccalError('sample_weight', "must be finite numbers >= 0")
+        if not top > 0:
+            raise DeccalError('sample_weight', "all weights are zero: at least one must be > 0")
+        weights = weights * 2.0 ** weight_shift(top)     # exact; sums of huge weights stay finite
+    R2 = radius(params, *_maxima(k_, pred, Y))
+    if holdout is None and params['early_stopping']:
         iv, it, hw, weights = validation_split(params, n, weights)
         hold = (pred[iv], Y[iv])
         pred, Y, n = pred[it], Y[it], len(it)
@@ -285,7 +325,7 @@ def fit_on_dask(cal:DimFreeDeCal,  # the calibrator being fitted
     def make_hold(basis, to_u):
         ph, Yh = hold
         if on_dask(ph):
-            return _DaskRows.build(Rows, k_, basis, to_u, ph, Yh, hw, traffic)
+            return _DaskRows.build(Rows, k_, basis, to_u, ph, Yh, hw, traffic, 'holdout outcomes')
         return LocalRows.build(k_, basis, to_u, ph, Yh, hw)
 
     make_rows = lambda basis, to_u: _DaskRows.build(Rows, k_, basis, to_u, pred, Y, weights, traffic)
@@ -294,9 +334,9 @@ def fit_on_dask(cal:DimFreeDeCal,  # the calibrator being fitted
     return cal
 
 # %% ../nbs/87_dask.ipynb #710dcd9c
-def _transform_block(cal, pred:Embedding) -> np.ndarray:
+def _transform_block(cal, V, *chunks) -> np.ndarray:
     "One block's calibrated predictions as [theta | gamma]: (N, M + 1)."
-    out = cal.transform(pred)
+    out = cal.transform(Embedding(*chunks[:2], V if len(V) else None, *chunks[2:]))
     return np.hstack([out.theta, out.gamma[:, None]])
 
 # %% ../nbs/87_dask.ipynb #8e606ab3
@@ -309,13 +349,15 @@ def transform_on_dask(cal:DimFreeDeCal, # a fitted calibrator
     cal.check_fitted()
     if pred.dim != cal.basis_.P.dim:
         raise DeccalError('pred', f"predictions on R^{pred.dim}, the calibrator was fitted on R^{cal.basis_.P.dim}")
+    if len(pred.V):
+        cal.params_['kernel'].check(pred.V, 'pred (shared atoms)')
     atoms, _ = cal.basis_.expand(np.zeros((0, cal.basis_.m)))
     V = np.vstack([pred.V, atoms])
-    cd = delayed(cal)  # shipped once, shared by every block's task
+    cd, vd = delayed(cal), delayed(pred.V)  # shipped once, shared by every block's task
     TG = da.concatenate(
         [
-            da.from_delayed(delayed(_transform_block)(cd, e), shape=(c, len(V) + 1), dtype=float)
-            for e, c in zip(pred.blocks(), pred.chunks)
+            da.from_delayed(delayed(_transform_block)(cd, vd, *c[:4]), shape=(n, len(V) + 1), dtype=float)
+            for c, n in zip(_blocks(pred), pred.chunks)
         ]
     )
     return DaskEmbedding(pred.Z, pred.W, V, TG[:, :-1], TG[:, -1])
@@ -354,15 +396,19 @@ def audit_on_dask(
         )
     pred = _as_pred(pred)
     Y = _outcomes(Y, pred)
+    if len(pred.V):
+        kernel.check(pred.V, 'pred (shared atoms)')
     n, A, beta, R1 = pred.n, opts['A'], opts['beta'], opts['R1']
-    w = (
-        da.full(n, 1.0 / n, chunks=(pred.chunks,))
-        if opts['weights'] is None
-        else _vector(opts['weights'], pred, 'weights')
-    )
     holdout = (
         None if opts['holdout'] is None else check_holdout(opts['holdout'], kernel, pred.dim)
     )  # held-out data: in memory
+    if opts['weights'] is None:
+        w = da.full(n, 1.0 / n, chunks=(pred.chunks,))
+    else:
+        w = _vector(opts['weights'], pred, 'weights')
+        bad = int(dask.compute((~da.isfinite(w)).sum())[0])
+        if bad:
+            raise DeccalError('weights', f"contains {bad} NaN or infinite value(s)")
     rng = np.random.default_rng(opts['seed'])
     lrows = np.sort(rng.choice(n, min(n, opts['landmark_rows']), replace=False))  # as the in-memory path draws them
     basis, to_u, info = landmark_basis(
