@@ -7,7 +7,7 @@ from __future__ import annotations
 import math, warnings
 import numpy as np
 import numba as nb
-from .checks import (check_array, check_int, check_number, check_seed, random_generator, patch, row_blocks, tiles,
+from .checks import (check_array, check_int, check_number, random_generator, patch, row_blocks, tiles,
                            DeccalError, DeccalTypeError)
 from .kernels import Kernel
 from .embedding import Embedding

@@ -281,7 +281,7 @@ def test_costs_per_row(digits):
 def test_predict_proba_keeps_the_floor(digits):
     X, t, clf, ca, te = digits
     c = DecisionCalibratedClassifier(FrozenEstimator(clf), first_stage=None).fit(X[ca], t[ca])
-    P, P1 = c.predict_proba(X[te]), c.start_probabilities(X[te])
+    P = c.predict_proba(X[te])
     assert c.proba_floor_ in PROBA_FLOORS
     np.testing.assert_allclose(P.sum(1), 1, atol=1e-12)
     assert (P >= c.proba_floor_ / P.shape[1] - 1e-15).all()
