@@ -12,7 +12,7 @@ import numpy as np
 __all__ = ['RADIUS_RANGE', 'WEIGHT_RANGE', 'MEMORY_BUDGET', 'BLAS_THREADS', 'DeccalError', 'DeccalTypeError', 'NotFittedError',
            'check_array', 'as_points', 'is_number', 'check_number', 'check_positive', 'check_radius', 'check_bandwidth',
            'check_int', 'check_seed', 'random_generator', 'check_bool', 'check_choice', 'check_rows', 'weight_shift',
-           'check_sample_weight', 'check_labels', 'row_blocks', 'tiles', 'check_output_path', 'atomic_write',
+           'check_sample_weight', 'check_label_kinds', 'row_blocks', 'tiles', 'check_output_path', 'atomic_write',
            'Progress', 'patch', 'on_dask', 'blas_controller', 'one_blas_thread']
 
 # %% ../nbs/00_checks.ipynb #864c9464
@@ -232,7 +232,7 @@ def _label_kind(v) -> str:
     return type(v).__name__
 
 # %% ../nbs/00_checks.ipynb #2fa41269
-def check_labels(y,          # class labels: a list, tuple or array
+def check_label_kinds(y,          # class labels: a list, tuple or array
                  name:str,   # the argument's name
                 ) -> np.ndarray:  # the labels as a NumPy array (strings, numbers, or objects of one kind)
     "Class labels of one kind: all numbers or all strings (a mix, which NumPy would silently make strings, is refused)."
@@ -243,7 +243,7 @@ def check_labels(y,          # class labels: a list, tuple or array
     for v in items: kinds.setdefault(_label_kind(v), v)
     if len(kinds) > 1:
         ex = ', '.join(f"{k} {v!r}" for k, v in list(kinds.items())[:3])
-        raise DeccalTypeError(name, f"mixes label types ({ex}); give labels of one type (all numbers or all strings)")
+        raise DeccalTypeError(name, f"labels must be all numbers or all strings, got {ex}")
     return a
 
 # %% ../nbs/00_checks.ipynb #1e248a82

@@ -19,10 +19,10 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state, _safe_indexing
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data, has_fit_parameter
+from sklearn.utils.validation import validate_data, has_fit_parameter, check_is_fitted
 from .checks import DeccalError, DeccalTypeError, NotFittedError
 from .checks import check_array, as_points, check_sample_weight, check_number, row_blocks, patch
-from .checks import one_blas_thread
+from .checks import one_blas_thread, check_label_kinds, check_bandwidth
 from .kernels import Kernel, Linear, RBF, KERNELS, make_kernel
 from .losses import Loss
 from .embedding import Embedding
@@ -35,8 +35,10 @@ from .crossfit import CrossFitDeCal
 from .metrics import cost_stack
 
 # %% auto #0
-__all__ = ['SEARCH', 'PROBA_FLOORS', 'calibrator_for', 'DecisionCalibratedClassifier', 'project_simplex_floor',
-           'DecisionCalibratedRegressor', 'median_heuristic', 'in_kernel_domain', 'residual_atoms', 'with_residuals']
+__all__ = ['SEARCH', 'PROBA_FLOORS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS', 'calibrator_for',
+           'check_frozen_fitted', 'DecisionCalibratedClassifier', 'project_simplex_floor',
+           'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf', 'in_kernel_domain',
+           'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -76,6 +78,17 @@ class _Target(NamedTuple):
     eps: float             # the settled target
     predict: Callable      # predict(est, X): the base model's output for X, before its embedding
     fitted: dict           # the subclass's own fitted attributes (classes_; kernel_ and R2_)
+
+# %% ../nbs/85_estimators.ipynb #new
+def check_frozen_fitted(est, # a FrozenEstimator
+                       ):
+    "A DeccalError naming `estimator` if the model a FrozenEstimator wraps is not fitted (it is never fitted here)."
+    try: check_is_fitted(est.estimator)
+    except sklearn.exceptions.NotFittedError:
+        raise DeccalError('estimator', f"the frozen {type(est.estimator).__name__} is not fitted: fit it before "
+                                       "wrapping it in FrozenEstimator, or pass it unfrozen to be fitted on the "
+                                       "cv folds") from None
+
 
 # %% ../nbs/85_estimators.ipynb #097beb56
 _POSITIVE = Interval(Real, 0, np.inf, closed='neither')    # a finite number > 0
@@ -152,6 +165,8 @@ class _DecisionCalibratedBase(BaseEstimator):
            ):
         "Check the parameters, fit the base estimator on folds (or use it if frozen), then the calibrator; return self."
         est = self._base_estimator()
+        if isinstance(est, FrozenEstimator): check_frozen_fitted(est)   # it is used as it is: fitted
+        if isinstance(self, ClassifierMixin): check_label_kinds(y, 'y')     # before NumPy turns a mixed list to str
         Xv, y = validate_data(self, X, y, accept_sparse=['csr', 'csc'], dtype=None, ensure_all_finite=False,
                               **self._y_options)
         Xb = X if hasattr(X, 'iloc') else Xv          # a DataFrame goes to the base estimator as it is (column names)
@@ -532,10 +547,29 @@ def _check_losses(losses) -> list:
                                     "give losses with one number of actions")
     return ls
 
+# %% ../nbs/85_estimators.ipynb #new
+Y_MAX = 1e150   # the largest |y| the regressor takes: squares of outcomes (kernels, norms) stay finite
+
+def check_outcome_scale(Y, # (n, d) outcomes
+                       ):
+    "A DeccalError naming `y` if an outcome's square overflows (|y| > Y_MAX)."
+    big = float(np.abs(Y).max())
+    if big > Y_MAX:
+        raise DeccalError('y', f"values reach {big:.3g} in absolute value, above {Y_MAX:g}, where their squares "
+                               "(in the kernel and its norms) overflow: rescale y, e.g. y / y.std()")
+
+
+# %% ../nbs/85_estimators.ipynb #new
+def default_rbf(Y, # (n, d) outcomes, |y| <= Y_MAX
+               ) -> Kernel:
+    "RBF with gamma by `median_heuristic`, where `check_bandwidth` finds the outcomes' spread gives a usable gamma."
+    check_bandwidth(Y, 'y', hint='pass kernel=RBF(gamma)')          # squared distances neither overflow nor vanish
+    return RBF(check_bandwidth(Y, 'y', median_heuristic(Y), hint='pass kernel=RBF(gamma)'))
+
 # %% ../nbs/85_estimators.ipynb #9a352ca2
 def _check_kernel(kernel, Y, losses:list) -> Kernel:
     "The kernel: as given (an object or a registry name), else the losses', else RBF with the median heuristic on Y."
-    if kernel is None: k = losses[0].kernel if losses else RBF(median_heuristic(Y))
+    if kernel is None: k = losses[0].kernel if losses else default_rbf(Y)
     else: k = make_kernel(kernel) if isinstance(kernel, str) else kernel
     if losses and losses[0].kernel != k:
         raise DeccalError('kernel', f"{k!r} differs from the kernel of the losses, {losses[0].kernel!r}")
@@ -573,14 +607,30 @@ def in_kernel_domain(Z,              # (n, B, d) atoms
     "The atoms clipped to the min kernel's [0, 1] (the only kernel here whose domain a prediction can leave)."
     return np.clip(Z, 0.0, 1.0) if getattr(kernel, 'name', None) == 'min' else Z
 
+# %% ../nbs/85_estimators.ipynb #new
+def check_outputs(P,      # the base model's predictions for n rows
+                  n:int,  # rows
+                  d:int,  # columns of y
+                 ) -> np.ndarray: # P as floats
+    "A DeccalError naming `y` if the base model predicts another number of outputs per row than y has columns."
+    P = np.asarray(P, float)
+    if P.size != n * d:
+        k = f"{P.size // n}" if n and P.size % n == 0 else f"{P.size / max(n, 1):g}"
+        raise DeccalError('y', f"has {d} column(s) but the estimator predicts {k} output(s) per row: give y with "
+                               f"{k} column(s) or an estimator with {d} output(s)")
+    return P
+
+
 # %% ../nbs/85_estimators.ipynb #062174de
 def _base_predictions(est, X, kernel:Kernel, d:int, n_samples:int) -> np.ndarray:
     "The base model's predictions as atoms (n, B, d): a point or n_samples Gaussian quantiles (in [0, 1] for min)."
+    n = len(X) if not hasattr(X, 'shape') else X.shape[0]
     if n_samples and d == 1 and _takes_std(est):
         mu, sd = est.predict(X, return_std=True)
+        check_outputs(mu, n, d)
         z = scipy.stats.norm.ppf((np.arange(n_samples) + 0.5) / n_samples)
         Z = (np.ravel(mu)[:, None] + np.ravel(sd)[:, None] * z[None, :])[:, :, None]
-    else: Z = np.asarray(est.predict(X), float).reshape(len(X) if not hasattr(X, 'shape') else X.shape[0], 1, d)
+    else: Z = check_outputs(est.predict(X), n, d).reshape(n, 1, d)
     return in_kernel_domain(Z, kernel)
 
 # %% ../nbs/85_estimators.ipynb #c18bfb96
@@ -609,16 +659,47 @@ def with_residuals(Z,           # (n, 1, d) point predictions
     "Each point prediction plus every residual atom: the atoms of the start distribution."
     return in_kernel_domain(Z + residuals[None, :, :], kernel)
 
+# %% ../nbs/85_estimators.ipynb #new
+MAX_ATOMS = 50_000          # budget: the atoms of the rows a calibrator pairs whole (see fit_work)
+EVALS_PER_SECOND = 2.9e8    # kernel evaluations per CPU second of a regressor's fit (measured, see below)
+EXACT_ROWS = inspect.signature(DimFreeDeCal).parameters['exact_max'].default   # rows of an exact basis (500)
+
+def fit_work(n:int,          # calibration rows
+             n_samples:int,  # atoms of each row's start distribution (0: the point prediction, one atom)
+             n_folds=5,      # folds of the cross-fitting (each calibrator fits (k - 1) / k of the rows; None: all)
+            ) -> tuple:      # (N atoms, N_pair atoms paired whole, kernel evaluations, about)
+    "The size of a regressor's fit: its N = n (B + 1) atoms, the N_pair of them paired whole, 10 N N_pair evaluations."
+    per_row = max(int(n_samples), 1) + 1
+    fit_rows = n if n_folds is None else n * (n_folds - 1) // n_folds
+    N, N_pair = n * per_row, min(fit_rows, EXACT_ROWS) * per_row
+    return N, N_pair, 10.0 * N * N_pair
+
+
+# %% ../nbs/85_estimators.ipynb #new
+def check_fit_work(n:int, n_samples:int, n_folds=5):
+    "A DeccalError naming `n_samples` above MAX_ATOMS paired atoms, with N, the time and the n_samples that fit."
+    N, N_pair, evals = fit_work(n, n_samples, n_folds)
+    if N_pair <= MAX_ATOMS: return
+    s = evals / EVALS_PER_SECOND
+    t = f"{s / 3600:.1f} h" if s > 5400 else f"{s / 60:.0f} min" if s > 90 else f"{s:.0f} s"
+    best = MAX_ATOMS // (N_pair // (max(int(n_samples), 1) + 1)) - 1
+    raise DeccalError('n_samples', f"{n_samples} atoms per row on {n} rows make N = {N:,} atoms, {N_pair:,} paired "
+                                   f"whole (about {evals:.1e} kernel evaluations, ~{t} of CPU), above the budget "
+                                   f"MAX_ATOMS = {MAX_ATOMS:,}: n_samples <= {best} fits for {n} rows")
+
+
 # %% ../nbs/85_estimators.ipynb #3973ff8a
 @patch
 def _target(self:DecisionCalibratedRegressor, est, y) -> _Target:
     "The outcomes as points, the kernel (given, the losses', or RBF by the median heuristic), the defaults."
     Y = as_points(y, 'y')
+    check_outcome_scale(Y)
     losses = _check_losses(self.losses)
     kernel = _check_kernel(self.kernel, Y, losses)
     Y = kernel.check(Y, 'y')
     if losses and losses[0].dim != Y.shape[1]:
         raise DeccalError('losses', f"are on R^{losses[0].dim} but the outcomes y are in R^{Y.shape[1]}")
+    check_fit_work(len(Y), self.n_samples if Y.shape[1] == 1 else min(self.n_samples, len(Y)), self.n_folds)
     A, R1, beta, eps, R2 = _regressor_defaults(losses, Y, kernel, self.n_actions, self.beta, self.R1, self.eps)
     d, n_samples = Y.shape[1], self.n_samples
     predict = lambda est, X: _base_predictions(est, X, kernel, d, n_samples)

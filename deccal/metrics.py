@@ -6,7 +6,7 @@
 from __future__ import annotations
 import numpy as np
 from .checks import DeccalError, DeccalTypeError, check_array, check_rows, check_sample_weight, row_blocks, patch
-from .checks import check_int, check_positive, check_choice, check_labels, random_generator
+from .checks import check_int, check_positive, check_choice, check_label_kinds, random_generator
 from .checks import one_blas_thread
 from . import checks
 from .losses import Loss, linear_loss
@@ -20,7 +20,7 @@ __all__ = ['cost_stack', 'decision_calibration_gaps', 'decision_calibration_scor
 # %% ../nbs/86_metrics.ipynb #12e0ee85
 def _classes_and_probs(y_true, y_prob, labels=None) -> tuple:
     "Labels as codes 0..C-1 (the columns of y_prob) and y_prob as an (n, C) array; a binary (n,) y_prob: P(2nd class)."
-    y = check_labels(y_true, 'y_true')
+    y = check_label_kinds(y_true, 'y_true')
     if y.ndim != 1: raise DeccalError('y_true', f"expected a 1-d array of labels, got shape {y.shape}")
     if len(y) == 0: raise DeccalError('y_true', "is empty: a score needs at least one sample")
     if y.dtype.kind in 'fc' and not np.isfinite(y).all(): raise DeccalError('y_true', "contains NaN or infinite labels")
@@ -28,7 +28,7 @@ def _classes_and_probs(y_true, y_prob, labels=None) -> tuple:
     if P.ndim == 1: P = np.column_stack([1 - P, P])
     check_rows(len(y), P, 'y_prob', 'y_true')
     try:
-        classes = np.unique(y) if labels is None else check_labels(labels, 'labels')
+        classes = np.unique(y) if labels is None else check_label_kinds(labels, 'labels')
         if labels is not None and (classes.ndim != 1 or len(np.unique(classes)) != len(classes)):
             raise DeccalError('labels', "must be a 1-d array of distinct labels")
     except TypeError as e:
