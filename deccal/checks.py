@@ -385,7 +385,9 @@ def _patch_to(f, cls_method, static_method, glb):
     ann = f.__annotations__.get(first) if first else None
     if ann is None: raise TypeError(f"patch: the first parameter of {f.__name__} needs a class annotation")
     cls = eval(ann, inspect.unwrap(f).__globals__) if isinstance(ann, str) else ann  # (a decorated f: its own module)
-    f.__qualname__ = f"{cls.__name__}.{f.__name__}"
+    g = f
+    while g is not None:                          # a decorated f: its wrapped functions too (what show_doc reads)
+        g.__qualname__, g = f"{cls.__name__}.{f.__name__}", getattr(g, '__wrapped__', None)
     setattr(cls, f.__name__, classmethod(f) if cls_method else staticmethod(f) if static_method else f)
     return glb.get(f.__name__)
 

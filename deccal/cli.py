@@ -257,7 +257,8 @@ def cmd_calibrate(a):
     k = kernel_from_options(a.kernel, a.gamma, a.degree, a.c)
     pred, Y = read_predictions(a.pred, a.kind, a.classes), read_array(a.y, '--y')
     hold = _holdout(a)
-    fit_rows = pred.n if hold or a.no_early_stopping else int(pred.n * (1 - min(max(a.validation_fraction, 0), 1)))
+    vf = a.validation_fraction                      # checked by the calibrator below; any bad value: all rows
+    fit_rows = pred.n if hold or a.no_early_stopping or not 0 <= vf < 1 else int(pred.n * (1 - vf))
     _check_memory(_search_bytes(fit_rows, a.actions), '--actions', f"{a.actions} actions on {fit_rows} rows")
     kw = dict(n_actions=a.actions, beta=a.beta, R1=a.R1, R2=a.R2, eps=a.eps, max_rounds=a.max_rounds,
               sample=a.sample, seed=a.seed, verbose=not a.quiet, early_stopping=not a.no_early_stopping,

@@ -151,6 +151,7 @@ def test_csv_with_byte_order_mark(tmp_path):
 # temporary file is complete (only deccal's own temporary files trigger it, not e.g. Numba's cache)
 SIGNAL_DURING_SAVE = """
 import os, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)   # even where the parent ignores SIGINT (a background job)
 _replace = os.replace
 def replace(src, dst, *a, **k):
     if os.path.basename(str(src)).startswith('.deccal-'):
