@@ -274,7 +274,7 @@ def main(argv=None):
     from deccal.checks import atomic_write
     L = ['# Transform throughput of DimFreeDeCal (point forecasts)', '',
          machine_info(('dimfree.py', 'embedding.py', 'kernels.py', 'decisions.py')), '',
-         f"Produced by `python bench/transform.py` ({total / 60:.1f} minutes). Scenario: x ~ N(0, I_3), predictions 0.8 x, outcomes "
+         f"Produced by `python bench/transform.py --write` ({total / 60:.1f} minutes). Scenario: x ~ N(0, I_3), predictions 0.8 x, outcomes "
          f"x + 0.3 N(0, I_3); RBF gamma = 0.5, 5 actions, beta = 10, R1 = 1, eps = 1e-6, step 'line-search', max_rounds = 50, "
          f"early_stopping = False, other parameters at their defaults; fitted on n = {N_FIT:,} points, then `cal.truncated(T).transform` "
          f"of {M_NEW:,} fresh points after a warm-up transform of {M_WARM:,}. Each T in a fresh subprocess (the calibrator saved and "
