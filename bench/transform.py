@@ -2,8 +2,8 @@
 
 Prints figures; it is not a test.  Usage:
 
-    python bench/transform.py                 # fit, then time T = 50, 25, 10 (about 4 minutes on 2 cores);
-                                              # writes bench/transform_results.md
+    python bench/transform.py --write         # fit, then time T = 50, 25, 10 (about 3 minutes on 2 cores);
+                                              # writes bench/transform_results.md (without --write: prints only)
     python bench/transform.py --m 50000       # other number of points to transform; nothing written
 
 Scenario: x ~ N(0, I_3), predictions 0.8 x (`Embedding.from_points`), outcomes x + 0.3 N(0, I_3); RBF(0.5),
@@ -16,8 +16,8 @@ Target: at least 100,000 points/s at T = 50, A = 5 on 2 cores.
 Each step runs in a fresh subprocess: the fit (a warm-up fit on 300 points first; the calibrator is saved
 with `DimFreeDeCal.save` to a temporary file), then one subprocess per T that loads it (`load_calibrator`),
 truncates it, warms up, and times 3 transforms (the median is reported; peak memory = VmHWM during a
-transform minus VmRSS before it, VmHWM reset through /proc/self/clear_refs; the output Embedding itself
-holds its theta, N x m x 8 bytes for a basis of m atoms on point forecasts).  'others busy' = share of the
+transform minus VmRSS before it, VmHWM reset through /proc/self/clear_refs; the output is a FactoredEmbedding:
+N x TA weights of the T A patch directions, its N x m theta is built only when read, timed apart).  'others busy' = share of the
 2 CPUs used by other processes during the timed calls (from /proc/stat); before each subprocess the driver
 waits (up to 2 minutes) until other processes use less than 10% of the CPUs, and a T they disturbed anyway
 (over 5% during a timed call) is measured again in a new subprocess, up to 3 times in all, keeping the
@@ -107,24 +107,29 @@ def do_transform(path, T, m):
     runs = []
     for _ in range(REPEATS):
         out, secs, peak, other, cpu = measure(lambda: cal.transform(q))
-        out_bytes = out.theta.nbytes + out.gamma.nbytes + out.V.nbytes
-        shape = list(out.theta.shape)
+        out_bytes = out.coef.nbytes + out.s.nbytes + out.gamma.nbytes + out.V.nbytes + out.F.nbytes
+        shape = list(out.coef.shape)
+        c0, t0 = time.process_time(), time.perf_counter()
+        theta_shape = list(out.theta.shape)                   # theta built on this read (most callers never read it)
+        theta_s, theta_cpu = time.perf_counter() - t0, time.process_time() - c0
         del out
-        runs.append(dict(seconds=secs, cpu_seconds=cpu, peak_bytes=peak, others_busy=other))
+        runs.append(dict(seconds=secs, cpu_seconds=cpu, peak_bytes=peak, others_busy=other, theta_seconds=theta_s,
+                         theta_cpu_seconds=theta_cpu, theta_shape=theta_shape))
     secs = sorted(r['seconds'] for r in runs)
     return dict(T=T, TA=T * PARAMS['n_actions'], m=m, runs=runs, seconds=float(np.median(secs)), best=secs[0],
                 points_per_s=m / float(np.median(secs)), best_points_per_s=m / secs[0],
-                peak_bytes=max((r['peak_bytes'] or 0) for r in runs), out_bytes=out_bytes, theta_shape=shape,
+                peak_bytes=max((r['peak_bytes'] or 0) for r in runs), out_bytes=out_bytes, coef_shape=shape,
+                theta_seconds=float(np.median([r['theta_seconds'] for r in runs])),
                 others_busy=max(r['others_busy'] for r in runs), basis_atoms=cal.basis_.m)
 
 
 def _steps(cal, pred, clock):
     """`DimFreeDeCal.transform` and `_replay` step by step (a copy of their code, deccal/dimfree.py), each step timed into
-    clock[(name, shapes)] (N_b: the rows of a block; clock['blocks'] their sizes); returns the Embedding (compared with the
-    library's by the caller)."""
-    from deccal import Embedding
-    from deccal.checks import row_blocks
-    from deccal.decisions import quantal_response
+    clock[(name, shapes)] (N_b: the rows of a block; clock['blocks'] their sizes); returns the FactoredEmbedding (compared
+    with the library's by the caller)."""
+    from deccal.embedding import FactoredEmbedding
+    from deccal.checks import row_blocks, blas_controller
+    from deccal.dimfree import _replay_rows
 
     def tick(name, t0, shapes=''):
         t1 = time.perf_counter(); clock[(name, shapes)] += t1 - t0; return t1
@@ -133,68 +138,33 @@ def _steps(cal, pred, clock):
     cal.check_fitted(pred)
     b, S = cal.basis_, cal._stacked()
     t = tick('transform: check_fitted (kernel.check of the points)', t, f"Z {pred.Z.shape}")
-    atoms, _ = b.expand(np.zeros((0, b.m)))
-    V = np.vstack([pred.V, atoms])
-    theta = np.empty((pred.n, len(V)))
-    gamma = np.empty(pred.n)
     TA = S['C'].shape[0]
-    blocks = row_blocks(pred.n, 8 * (3 * b.m + 4 * TA + len(V)))
-    t = tick('transform: output arrays allocated (np.empty, not touched yet)', t, f"theta {theta.shape}")
     A, beta, R2 = cal.params_['n_actions'], cal.params_['beta'], cal.R2_
+    coef, cc = np.empty((pred.n, S['F'].shape[0])), np.empty(pred.n)
+    blocks = row_blocks(pred.n, 8 * (b.m + 3 * TA + 8))
+    t = tick('transform: output arrays allocated (np.empty, not touched yet)', t, f"coef {coef.shape}")
     clock['blocks'] = [i1 - i0 for i0, i1 in blocks]
     for i0, i1 in blocks:
         part = pred[i0:i1]
         Nb = i1 - i0
         t = tick('transform: pred[i0:i1] (Embedding.__init__ checks)', t)
-        # ---- _replay(part)
+        n2 = part.sq_norms(cal.params_['kernel'])
+        c = np.minimum(1.0, R2 / np.sqrt(np.maximum(n2, 1e-300)))
+        t = tick('_replay: sq_norms, c', t, "(N_b,)")
         hy = part.evaluate(b.kernel, b.Y)
         t = tick('_replay: basis.h, outcome atoms: part.evaluate(kernel, basis.Y)', t, f"(N_b, {len(b.Y)})")
         hp = part.inner(b.kernel, b.P)
         t = tick('_replay: basis.h, prediction atoms: part.inner(kernel, basis.P)', t, f"(N_b, {b.P.n})")
-        h = np.hstack([hy, hp])
-        t = tick('_replay: basis.h, np.hstack', t, f"(N_b, {b.m})")
-        HC, HD = h @ S['C'].T, h @ S['D'].T
-        t = tick('_replay: HC, HD = h @ C.T, h @ D.T', t, f"2 x (N_b, {b.m}) @ ({b.m}, {TA})")
-        BG = np.concatenate([S['BC'][:, :, None], S['GD'][:, :, None]], axis=2)
-        a = np.zeros((Nb, TA))
-        n2 = part.sq_norms(cal.params_['kernel'])
-        c = np.minimum(1.0, R2 / np.sqrt(np.maximum(n2, 1e-300)))
-        t = tick('_replay: BG, a = zeros, sq_norms, c', t, f"a (N_b, {TA})")
-        for t0 in range(0, TA, A):
-            sl = slice(t0, t0 + A)
-            if t0:
-                M = a[:, :t0] @ BG[:t0, sl].reshape(t0, 2 * A)
-                t = tick('_replay loop: M = a[:, :t0] @ BG[:t0, sl] (a strided slice of a)', t, f"(N_b, t0) @ (t0, {2 * A}), t0 = {A}..{TA - A}")
-                e, qd = HC[:, sl] + M[:, 0::2], HD[:, sl] + M[:, 1::2]
-                t = tick('_replay loop: e, qd = HC[:, sl] + M[:, 0::2], HD[:, sl] + M[:, 1::2]', t, f"2 x (N_b, {A}) strided")
-            else: e, qd = HC[:, sl], HD[:, sl]
-            ce = c[:, None] * e
-            t = tick('_replay loop: c[:, None] * e', t, f"(N_b, {A})")
-            k = quantal_response(ce, beta)
-            t = tick('_replay loop: quantal_response (check_array + Numba softmax)', t, f"(N_b, {A})")
-            kk = k / c[:, None]
-            t = tick('_replay loop: kk = k / c[:, None]', t, f"(N_b, {A})")
-            e1 = np.einsum('ia,ia->i', kk, qd)
-            t = tick("_replay loop: np.einsum('ia,ia->i', kk, qd)", t, f"(N_b, {A}) x (N_b, {A})")
-            e2 = np.einsum('ia,ab,ib->i', kk, S['GD'][sl, sl], kk)
-            t = tick("_replay loop: np.einsum('ia,ab,ib->i', kk, GD[sl, sl], kk)", t, f"(N_b, {A}) x ({A}, {A}) x (N_b, {A})")
-            n2 = n2 + 2 * e1 + e2
-            a[:, sl] = kk
-            c = np.minimum(c, R2 / np.sqrt(np.maximum(n2, 1e-300)))
-            t = tick('_replay loop: n2 update, a[:, sl] = kk, c = min(c, R2 / sqrt(n2))', t, f"(N_b,)")
-        # ---- back in transform
-        aD = a @ S['D']
-        t = tick('transform: a @ D', t, f"(N_b, {TA}) @ ({TA}, {b.m})")
-        _, coef = b.expand(c[:, None] * aD)
-        t = tick('transform: basis.expand(c[:, None] * (a @ D))', t, f"(N_b, {b.m})")
-        theta[i0:i1] = np.hstack([c[:, None] * part.theta, coef])
-        gamma[i0:i1] = c
-        t = tick('transform: theta[i0:i1] = np.hstack(...) (first touch of theta)', t, f"(N_b, {len(V)})")
-    ok = reset_hwm(); r0 = rss_bytes()
-    t = time.perf_counter()
-    out = Embedding(pred.Z, pred.W, V, theta, gamma)
-    tick('transform: Embedding(...) of the output (check_array of every array)', t, f"theta {theta.shape}")
-    clock['output_check_peak'] = (hwm_bytes() - r0) if ok else None     # temporaries of the output's checks (theta is already there)
+        c_out, n2_out = np.empty(Nb), np.empty(Nb)
+        with blas_controller().limit(limits=1):
+            _replay_rows(hy, hp, S['CDy'], S['CDp'], S['BC'], S['GD'], n2, c, float(beta), float(R2), int(A),
+                         coef[i0:i1], c_out, n2_out, np.empty((0, Nb)), np.empty((0, Nb)))
+        cc[i0:i1] = c_out
+        t = tick('_replay: _replay_rows (Numba, tiles of 64 rows in parallel: [C; D] h by BLAS, then the rounds)', t,
+                 f"(2 TA, {b.m}) @ ({b.m}, 64) per tile, TA = {TA}; {TA // A} rounds")
+    out = FactoredEmbedding(pred, S['U'], S['F'], coef, cc)
+    t = tick('transform: FactoredEmbedding(...) of the output (checks of coef)', t, f"coef {coef.shape}")
+    clock['output_check_peak'] = None
     return out
 
 
@@ -216,11 +186,11 @@ def do_profile(path, T, m):
     rows.sort(key=lambda r: -r['tottime'])
     clock = defaultdict(float)
     t0 = time.perf_counter(); out = _steps(cal, q, clock); stepped = time.perf_counter() - t0
-    same = bool(np.array_equal(out.theta, ref.theta) and np.array_equal(out.gamma, ref.gamma) and np.array_equal(out.V, ref.V))
-    close = same or bool(np.allclose(out.theta, ref.theta, rtol=1e-12, atol=1e-14) and np.allclose(out.gamma, ref.gamma, rtol=1e-12))
+    same = bool(np.array_equal(out.coef, ref.coef) and np.array_equal(out.gamma, ref.gamma) and np.array_equal(out.V, ref.V))
+    close = same or bool(np.allclose(out.coef, ref.coef, rtol=1e-12, atol=1e-14) and np.allclose(out.gamma, ref.gamma, rtol=1e-12))
     blocks, out_check_peak = clock.pop('blocks'), clock.pop('output_check_peak')
     steps = [dict(step=k[0], shapes=k[1], seconds=v) for k, v in clock.items()]
-    return dict(T=T, m=m, blocks=blocks, output_check_peak_bytes=out_check_peak, theta_bytes=ref.theta.nbytes, plain_seconds=plain, profiled_seconds=profiled, stepped_seconds=stepped, stepped_same=same,
+    return dict(T=T, m=m, blocks=blocks, output_check_peak_bytes=out_check_peak, theta_bytes=ref.n * ref.V.shape[0] * 8, plain_seconds=plain, profiled_seconds=profiled, stepped_seconds=stepped, stepped_same=same,
                 stepped_close=close, cprofile_text=text, cprofile_top=rows[:25], steps=steps)
 
 
@@ -241,6 +211,7 @@ def main(argv=None):
     ap.add_argument('--m', type=int, default=M_NEW, help='points to transform')
     ap.add_argument('--step', nargs='+', help='(internal) fit PATH | transform PATH T | profile PATH T')
     ap.add_argument('--always-profile', action='store_true', help='profile even when the target is met')
+    ap.add_argument('--write', action='store_true', help='write bench/transform_results.md (only with the default --m)')
     a = ap.parse_args(argv)
     if a.step:
         kind, path = a.step[0], a.step[1]
@@ -299,16 +270,18 @@ def main(argv=None):
             print(f"output Embedding(...): {prof['output_check_peak_bytes'] / GB:.3f} GB above the theta of {prof['theta_bytes'] / GB:.3f} GB")
         print(f"blocks of N_b = {prof['blocks']} rows; steps sum {tot:.2f} s; the library's transform {prof['plain_seconds']:.2f} s; same output: {prof['stepped_same']}")
 
-    if a.m != M_NEW: return
+    if a.m != M_NEW or not a.write: return
     from deccal.checks import atomic_write
     L = ['# Transform throughput of DimFreeDeCal (point forecasts)', '',
          machine_info(('dimfree.py', 'embedding.py', 'kernels.py', 'decisions.py')), '',
-         f"Produced by `python bench/transform.py` ({total / 60:.1f} minutes). Scenario: x ~ N(0, I_3), predictions 0.8 x, outcomes "
+         f"Produced by `python bench/transform.py --write` ({total / 60:.1f} minutes). Scenario: x ~ N(0, I_3), predictions 0.8 x, outcomes "
          f"x + 0.3 N(0, I_3); RBF gamma = 0.5, 5 actions, beta = 10, R1 = 1, eps = 1e-6, step 'line-search', max_rounds = 50, "
          f"early_stopping = False, other parameters at their defaults; fitted on n = {N_FIT:,} points, then `cal.truncated(T).transform` "
          f"of {M_NEW:,} fresh points after a warm-up transform of {M_WARM:,}. Each T in a fresh subprocess (the calibrator saved and "
          f"loaded); median of {REPEATS} timed transforms. Peak = VmHWM during a transform minus VmRSS before it (max over the "
-         "repeats); 'output' = the returned Embedding's theta, gamma and V (theta is N x 300 here: one column per atom of the basis). "
+         "repeats); 'output' = the returned FactoredEmbedding's coef (N x T A: weights of the patch directions), s, gamma, V and F; "
+         "'theta s' = the time to build its N x 300 theta (one column per atom of the basis) when a caller reads it, not part of "
+         "the transform. "
          "'others busy' = largest share of the 2 CPUs other processes used during a timed transform; a T they disturbed (over 5%) "
          "was measured again in a new subprocess, up to 3 times, and the least disturbed attempt is shown ('attempts').", '',
          f"Fit: {fit['seconds']:.1f} s, {fit['rounds']} rounds (stop reason '{fit['stop_reason']}'; audit value {fit['first_audit']:.4g} -> "
@@ -317,12 +290,12 @@ def main(argv=None):
          f"{fit['basis_prediction_atoms']} predictions), rank {fit['rank']}; peak {fit['peak_bytes'] / GB:.3f} GB; others busy "
          f"{fit['others_busy']:.0%}. Check: the transform of the calibration sample has square loss {fit['check_square_loss']:.10f}, "
          f"the fit recorded {fit['square_loss_last']:.10f}.", '',
-         '| T | T A | points | seconds (median) | CPU s (same call) | points/s (median) | points/s (best) | peak GB | output GB | others busy | attempts |',
-         '|---|---|---|---|---|---|---|---|---|---|---|']
+         '| T | T A | points | seconds (median) | CPU s (same call) | points/s (median) | points/s (best) | peak GB | output GB | theta s (when read) | others busy | attempts |',
+         '|---|---|---|---|---|---|---|---|---|---|---|---|']
     for r in rows:
         med = sorted(r['runs'], key=lambda q: q['seconds'])[len(r['runs']) // 2]
         L.append(f"| {r['T']} | {r['TA']} | {r['m']:,} | {r['seconds']:.2f} | {med['cpu_seconds']:.2f} | {r['points_per_s']:,.0f} | {r['best_points_per_s']:,.0f} | "
-                 f"{r['peak_bytes'] / GB:.3f} | {r['out_bytes'] / GB:.3f} | {r['others_busy']:.0%} | {len(r['attempts'])} |")
+                 f"{r['peak_bytes'] / GB:.3f} | {r['out_bytes'] / GB:.3f} | {r['theta_seconds']:.2f} | {r['others_busy']:.0%} | {len(r['attempts'])} |")
     L += ['', f"One thread (OPENBLAS_NUM_THREADS = NUMBA_NUM_THREADS = 1), T = 50: {single['seconds']:.2f} s wall, {single['cpu_median']:.2f} s "
           f"CPU (median of {REPEATS}) = {single['cpu_points_per_s']:,.0f} points per CPU second, other processes busy up to "
           f"{single['others_busy']:.0%}. A single-threaded process's CPU time is close to what it takes on an idle core (other "
@@ -337,7 +310,7 @@ def main(argv=None):
         tot = sum(s['seconds'] for s in prof['steps'])
         L += [f"## Where the time goes at T = 50 ({M_NEW:,} points)", '',
               f"One transform took {prof['plain_seconds']:.2f} s unprofiled and {prof['profiled_seconds']:.2f} s under cProfile. "
-              "cProfile, by own time (tottime; `_replay`'s own time is its matrix products and array arithmetic):", '',
+              "cProfile, by own time (tottime; `_replay_rows` is the Numba kernel of the rounds):", '',
               '```', prof['cprofile_text'].rstrip(), '```', '',
               f"The steps of `transform` and `_replay` timed one by one (a copy of their code in this script; its output is "
               f"{'identical to' if prof['stepped_same'] else 'close to' if prof['stepped_close'] else 'NOT the same as'} the library's; "
