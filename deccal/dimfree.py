@@ -4,16 +4,16 @@
 
 # %% ../nbs/08_dimfreedecal.ipynb #d26581ee
 from __future__ import annotations
-import copy, time
+import copy, math, time
+import numba as nb
 import numpy as np
 from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positive, check_number, check_int,
                            check_seed, check_bool, check_choice, check_rows, check_sample_weight, row_blocks, Progress,
                            check_radius, patch)
-from .checks import one_blas_thread
+from .checks import one_blas_thread, blas_controller
 from .kernels import Kernel
-from .embedding import Embedding
+from .embedding import Embedding, FactoredEmbedding
 from .losses import Loss
-from .decisions import quantal_response
 from .basis import make_basis, whiten
 from .rows import LocalRows, gather_search, split_rows, mean_se, backend_for
 from .params import Estimator, optional, check_verbose
@@ -360,45 +360,118 @@ def fit(self:DimFreeDeCal,
 # %% ../nbs/08_dimfreedecal.ipynb #934fa49c
 @patch
 def _stacked(self:DimFreeDeCal) -> dict:
-    "Per-round quantities stacked over rounds, computed once: C, D (T A, m), and the blocks D K C^T, D K D^T."
+    """Per-round quantities stacked over rounds, computed once: C, D (T A, m); [C; D] on the outcome atoms (CDy) and on
+    the prediction atoms (CDp); the blocks D K C^T, D K D^T; the output's functions: atoms U and weights F (D over U
+    when T A <= m, else the basis atoms themselves)."""
     if getattr(self, '_stack_cache', None) is None or self._stack_cache[0] is not self.rounds_:
-        m = self.basis_.m
+        m, ny = self.basis_.m, len(self.basis_.Y)
         C = np.vstack([r['C'] for r in self.rounds_]) if self.rounds_ else np.zeros((0, m))
         D = np.vstack([r['D'] for r in self.rounds_]) if self.rounds_ else np.zeros((0, m))
         KD = np.vstack([r['KD'] for r in self.rounds_]) if self.rounds_ else np.zeros((0, m))
-        self._stack_cache = (self.rounds_, dict(C=C, D=D, BC=KD @ C.T, GD=KD @ D.T))
+        CD = np.vstack([C, D])
+        by_rounds = len(D) <= m                 # the output's functions: the T A directions, or the m atoms
+        U, F = self.basis_.expand(D if by_rounds else np.eye(m))
+        S = dict(C=C, D=D, CDy=np.ascontiguousarray(CD[:, :ny]), CDp=np.ascontiguousarray(CD[:, ny:]),
+                 BC=np.ascontiguousarray(KD @ C.T), GD=np.ascontiguousarray(KD @ D.T), U=U, F=F, by_rounds=by_rounds)
+        self._stack_cache = (self.rounds_, S)
     return self._stack_cache[1]
+
+# %% ../nbs/08_dimfreedecal.ipynb
+_TILE = 64   # rows per task of the replay kernel (a task's decisions, T A x 64, stay in the core's cache)
+
+@nb.njit(cache=True, parallel=True)
+def _replay_rows(hy, hp,   # (N, m_y), (N, m_p): h(x) = <v_j, p0(x)>, outcome atoms then prediction atoms
+                 CDy, CDp, # (2 T A, m_y), (2 T A, m_p): [C; D] on them
+                 BC, GD,   # (T A, T A): D_s K C_t^T and D_s K D_t^T
+                 n2_in,    # (N,) ||p0(x)||^2
+                 c_in,     # (N,) the scale after the projection of p0
+                 beta, R2, A,
+                 a_out,    # (N, T A) out: the decisions over the scale, a_t(x) = k_t(x) / c(x)
+                 c_out,    # (N,) out: the final scale
+                 n2_out,   # (N,) out: ||q(x)||^2
+                 cpath,    # (T + 1, N) out: c after each round, or (0, N) not to record it
+                 n2path,   # (T + 1, N) out: ||q||^2 after each round, or (0, N)
+                ):
+    """The rounds for each point, in tiles of rows (one thread per tile, each row alone, in a fixed order): the tile's
+    [C; D] h(x) by one matrix product (BLAS, one thread), then round after round."""
+    TA, N = BC.shape[0], n2_in.shape[0]
+    path = cpath.shape[0] > 0
+    for b in nb.prange((N + _TILE - 1) // _TILE):
+        i0 = b * _TILE
+        L = min(_TILE, N - i0)
+        HT = np.zeros((2 * TA, L))              # C h(x), then D h(x), one column per point of the tile
+        if hy.shape[1]: HT += np.dot(CDy, np.ascontiguousarray(hy[i0:i0 + L]).T)
+        if hp.shape[1]: HT += np.dot(CDp, np.ascontiguousarray(hp[i0:i0 + L]).T)
+        aT = np.empty((TA, L))                  # the tile's decisions so far, rows innermost
+        Me, Md = np.empty((A, L)), np.empty((A, L))
+        F, kk = np.empty(A), np.empty(A)
+        c, n2 = c_in[i0:i0 + L].copy(), n2_in[i0:i0 + L].copy()
+        if path:
+            for i in range(L): cpath[0, i0 + i] = c[i]; n2path[0, i0 + i] = n2[i]
+        for t in range(TA // A):
+            t0 = t * A
+            for j in range(A):
+                for i in range(L): Me[j, i] = HT[t0 + j, i]; Md[j, i] = HT[TA + t0 + j, i]
+            s4 = t0 - t0 % 4                    # the earlier rounds' share, four decisions at a time
+            for s in range(0, s4, 4):
+                for j in range(A):
+                    b0, b1, b2, b3 = BC[s, t0 + j], BC[s + 1, t0 + j], BC[s + 2, t0 + j], BC[s + 3, t0 + j]
+                    g0, g1, g2, g3 = GD[s, t0 + j], GD[s + 1, t0 + j], GD[s + 2, t0 + j], GD[s + 3, t0 + j]
+                    for i in range(L):
+                        x0, x1, x2, x3 = aT[s, i], aT[s + 1, i], aT[s + 2, i], aT[s + 3, i]
+                        Me[j, i] += (b0 * x0 + b1 * x1) + (b2 * x2 + b3 * x3)
+                        Md[j, i] += (g0 * x0 + g1 * x1) + (g2 * x2 + g3 * x3)
+            for s in range(s4, t0):
+                for j in range(A):
+                    bc, gd = BC[s, t0 + j], GD[s, t0 + j]
+                    for i in range(L): Me[j, i] += bc * aT[s, i]; Md[j, i] += gd * aT[s, i]
+            for i in range(L):
+                ci = c[i]
+                for j in range(A): F[j] = ci * Me[j, i]          # the rule's loss estimates on p = c q
+                lo = F[0]                                        # its quantal response, as quantal_response
+                for j in range(1, A): lo = min(lo, F[j])
+                tot = 0.0
+                for j in range(A):
+                    e = math.exp(-beta * (F[j] - lo)); kk[j] = e; tot += e
+                for j in range(A): kk[j] = kk[j] / tot / ci
+                lin, quad = 0.0, 0.0
+                for j in range(A):
+                    lin += kk[j] * Md[j, i]
+                    g = 0.0
+                    for l in range(A): g += GD[t0 + j, t0 + l] * kk[l]
+                    quad += kk[j] * g
+                v = n2[i] + 2 * lin + quad                       # ||q + a_t . d_t||^2
+                n2[i] = v
+                c[i] = min(ci, R2 / math.sqrt(max(v, 1e-300)))  # projection onto the ball of radius R2
+                for j in range(A): aT[t0 + j, i] = kk[j]
+                if path: cpath[t + 1, i0 + i] = c[i]; n2path[t + 1, i0 + i] = v
+        for i in range(L):
+            c_out[i0 + i] = c[i]; n2_out[i0 + i] = n2[i]
+            for s in range(TA): a_out[i0 + i, s] = aT[s, i]
 
 # %% ../nbs/08_dimfreedecal.ipynb #3ac46ef1
 @patch
-def _replay(self:DimFreeDeCal, pred:Embedding, path:bool=False) -> tuple:
+def _replay(self:DimFreeDeCal, pred:Embedding, path:bool=False,
+            out=None,   # optional (N, T A) array the decisions are written to
+           ) -> tuple:
     """The state of `pred` after all fitted rounds, as p(x) = c(x) q(x), q(x) = p0(x) + sum_t a_t(x) . d_t: returns
-    c (N,), a (N, T A) and ||q(x)||^2. Per round only an (N, t A) x (t A, 2 A) product: the inner products the loop
-    needs come from h D^T, h C^T and the stacked blocks. With `path`, also the lists of c and ||q||^2 after each
-    round (t = 0..T)."""
+    c (N,), a (N, T A) and ||q(x)||^2: h(x), then `_replay_rows` (a product with [C; D] and the rounds). With `path`,
+    also the lists of c and ||q||^2 after each round (t = 0..T)."""
     S, A, beta, R2 = self._stacked(), self.params_['n_actions'], self.params_['beta'], self.R2_
     N, TA = pred.n, S['C'].shape[0]
-    if TA:                                                # no round: no inner product with the basis is needed
-        h = self.basis_.h(pred)
-        HC, HD = h @ S['C'].T, h @ S['D'].T
-    BG = np.concatenate([S['BC'][:, :, None], S['GD'][:, :, None]], axis=2)   # (T A, T A, 2)
-    a = np.zeros((N, TA))
-    n2 = pred.sq_norms(self.params_['kernel'])            # ||p0(x) + sum_t a_t . d_t||^2, updated in place
+    n2 = pred.sq_norms(self.params_['kernel'])            # ||p0(x)||^2
     c = np.minimum(1.0, R2 / np.sqrt(np.maximum(n2, 1e-300)))
-    cs, n2s = ([c], [n2]) if path else (None, None)      # the path's states, kept only when asked
-    for t0 in range(0, TA, A):
-        sl = slice(t0, t0 + A)
-        if t0:
-            M = a[:, :t0] @ BG[:t0, sl].reshape(t0, 2 * A)
-            e, qd = HC[:, sl] + M[:, 0::2], HD[:, sl] + M[:, 1::2]
-        else: e, qd = HC[:, sl], HD[:, sl]
-        k = quantal_response(c[:, None] * e, beta)     # the rule's decisions on p(x) = c q(x)
-        kk = k / c[:, None]
-        n2 = n2 + 2 * np.einsum('ia,ia->i', kk, qd) + np.einsum('ia,ab,ib->i', kk, S['GD'][sl, sl], kk)
-        a[:, sl] = kk
-        c = np.minimum(c, R2 / np.sqrt(np.maximum(n2, 1e-300)))    # projection onto the ball of radius R2
-        if path: cs.append(c); n2s.append(n2)
-    return (c, a, n2, cs, n2s) if path else (c, a, n2)
+    if not TA: return (c, np.zeros((N, 0)), n2, [c], [n2]) if path else (c, np.zeros((N, 0)), n2)
+    b, kern = self.basis_, self.params_['kernel']         # h(x) in its two parts (no copy into one array)
+    hy = pred.evaluate(kern, b.Y) if len(b.Y) else np.zeros((N, 0))
+    hp = pred.inner(kern, b.P) if b.P.n else np.zeros((N, 0))
+    a = np.empty((N, TA)) if out is None else out
+    c_out, n2_out = np.empty(N), np.empty(N)
+    rec = (np.empty((TA // A + 1, N)), np.empty((TA // A + 1, N))) if path else (np.empty((0, N)), np.empty((0, N)))
+    with blas_controller().limit(limits=1):     # the kernel's tiles run in parallel: each one's product on one thread
+        _replay_rows(hy, hp, S['CDy'], S['CDp'], S['BC'], S['GD'], n2, c, float(beta), float(R2), int(A),
+                     a, c_out, n2_out, *rec)
+    return (c_out, a, n2_out, list(rec[0]), list(rec[1])) if path else (c_out, a, n2_out)
 
 # %% ../nbs/08_dimfreedecal.ipynb #c7b64da4
 @patch
@@ -419,24 +492,21 @@ def check_fitted(self:DimFreeDeCal,
 @one_blas_thread
 def transform(self:DimFreeDeCal,
               pred:Embedding,  # base predictions of the same kind as the fitted ones
-             ) -> Embedding:
-    "Calibrated predictions for new base predictions, in batches (data held elsewhere: that backend's transform)."
+             ) -> FactoredEmbedding:
+    """Calibrated predictions for new base predictions, in batches (data held elsewhere: that backend's transform):
+    an `Embedding` whose weights on the basis atoms (`theta`) are built only when read."""
     elsewhere = backend_for('transform', pred)         # e.g. a deccal.dask.DaskEmbedding: block by block
     if elsewhere is not None: return elsewhere(self, pred)
     self.check_fitted(pred)
-    b, S = self.basis_, self._stacked()
-    atoms, _ = b.expand(np.zeros((0, b.m)))
-    V = np.vstack([pred.V, atoms])
-    theta = np.empty((pred.n, len(V)))
-    gamma = np.empty(pred.n)
+    S = self._stacked()
     TA = S['C'].shape[0]
-    for i0, i1 in row_blocks(pred.n, 8 * (3 * b.m + 4 * TA + len(V))):
-        part = pred[i0:i1]
-        c, a, _ = self._replay(part)
-        _, coef = b.expand(c[:, None] * (a @ S['D']))
-        theta[i0:i1] = np.hstack([c[:, None] * part.theta, coef])
-        gamma[i0:i1] = c
-    return Embedding(pred.Z, pred.W, V, theta, gamma)
+    coef, c = np.empty((pred.n, S['F'].shape[0])), np.empty(pred.n)
+    for i0, i1 in row_blocks(pred.n, 8 * (self.basis_.m + 3 * TA + 8)):
+        if S['by_rounds']: c[i0:i1] = self._replay(pred[i0:i1], out=coef[i0:i1])[0]
+        else:
+            c[i0:i1], a, _ = self._replay(pred[i0:i1])
+            coef[i0:i1] = a @ S['D']
+    return FactoredEmbedding(pred, S['U'], S['F'], coef, c)
 
 # %% ../nbs/08_dimfreedecal.ipynb #3a29313d
 @patch

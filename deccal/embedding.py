@@ -12,7 +12,7 @@ from .kernels import Kernel
 from .losses import Loss
 
 # %% auto #0
-__all__ = ['Embedding']
+__all__ = ['Embedding', 'FactoredEmbedding']
 
 # %% ../nbs/03_embedding.ipynb #38071c0f
 _MAX_WEIGHT = 1e30   # largest |weight| accepted: squared, times two weights and a kernel value up to 1e150,
@@ -341,3 +341,93 @@ def concat(first:Embedding,      # the first predictions
         theta[r:r + p.n, c:c + len(p.V)] = p.theta
         r, c = r + p.n, c + len(p.V)
     return Embedding(Z, W, V, theta, np.concatenate([p.gamma for p in preds]))
+
+# %% ../nbs/03_embedding.ipynb
+class FactoredEmbedding(Embedding):
+    """Predictions s_i (p0(x_i) + sum_j coef[i, j] f_j), f_j = sum_k F[j, k] phi(U[k]): an `Embedding` whose shared
+    weights theta (n x (M0 + M)) are built only when read; loss estimates, evaluations and norms use the factors."""
+    def __init__(self,
+                 base:Embedding,  # p0(x_i): the base predictions (own atoms and M0 shared atoms)
+                 U,               # (M, d) atoms of the functions f_j
+                 F,               # (k, M) weights of the f_j on them
+                 coef,            # (n, k) weights of the f_j in each prediction
+                 s,               # (n,) scale of each prediction
+                ):
+        if not isinstance(base, Embedding): raise DeccalTypeError('base', f"expected an Embedding, got {base!r}")
+        U = check_array(U, 'U', ndim=2, nonempty=False)
+        if U.shape[1] != base.dim:
+            raise DeccalError('U', f"atoms have dimension {U.shape[1]} but base's have {base.dim}")
+        F = check_array(F, 'F', ndim=2, nonempty=False)
+        if F.shape[1] != len(U): raise DeccalError('F', f"shape {F.shape}, expected {len(U)} columns (one per atom)")
+        coef = check_array(coef, 'coef', ndim=2, nonempty=False, finite=False)   # (n, k), large: checked
+        if coef.shape != (base.n, F.shape[0]):
+            raise DeccalError('coef', f"shape {coef.shape}, expected {(base.n, F.shape[0])}")
+        s = check_array(s, 's', ndim=1); check_rows(base.n, s, 's', 'base')
+        lo, hi = (coef.min(), coef.max()) if coef.size else (0.0, 0.0)   # by two reductions (no temporaries)
+        if not (np.isfinite(lo) and np.isfinite(hi)): raise DeccalError('coef', "contains NaN or infinite value(s)")
+        for nm, a in (('F', F), ('coef', np.array([lo, hi])), ('s', s)):
+            if a.size and np.abs(a).max() > _MAX_WEIGHT:
+                raise DeccalError(nm, f"weights up to {np.abs(a).max():.3g}, above {_MAX_WEIGHT:g}; rescale")
+        self.base, self.U, self.F, self.coef, self.s = base, U, F, coef, s
+        self.Z, self.W, self.V, self.gamma = base.Z, base.W, np.vstack([base.V, U]), s * base.gamma
+        self._theta = None
+
+    @property
+    def theta(self) -> np.ndarray:
+        "The shared atoms' weights [s p0.theta, s coef F], (n, M0 + M): built on the first read, then kept."
+        if self._theta is None:
+            M0, th = self.base.V.shape[0], np.empty((self.n, self.V.shape[0]))
+            np.multiply(self.base.theta, self.s[:, None], out=th[:, :M0])
+            np.matmul(self.coef, self.F, out=th[:, M0:])
+            th[:, M0:] *= self.s[:, None]
+            self._theta = th
+        return self._theta
+
+    def to_embedding(self) -> Embedding:
+        "The same predictions as a plain `Embedding` (builds theta)."
+        return Embedding(self.Z, self.W, self.V, self.theta, self.gamma)
+
+    def __getitem__(self, idx):
+        "The predictions at rows `idx`, still factored."
+        if isinstance(idx, (int, np.integer)): idx = [idx]
+        return FactoredEmbedding(self.base[idx], self.U, self.F, self.coef[idx], self.s[idx])
+
+    def loss_estimates(self, loss:Loss) -> np.ndarray:
+        "f_p(x_i, a, loss): shape (n, A), from p0's estimates and the loss at the atoms U."
+        out = self.base.loss_estimates(loss)
+        if len(self.U): out += self.coef @ (self.F @ loss.value(self.U))
+        return out * self.s[:, None]
+
+    def evaluate(self, kernel:Kernel,
+                 U,   # (m, d) points
+                ) -> np.ndarray:
+        "p(x_i)(u_j): shape (n, m)."
+        out = self.base.evaluate(kernel, U)
+        if len(self.U):
+            U = kernel.check(U, 'U')
+            for j0, j1 in row_blocks(len(U), 8.0 * (len(self.U) + self.F.shape[0] + self.n)):
+                out[:, j0:j1] += self.coef @ (self.F @ kernel.gram(self.U, U[j0:j1]))
+        return out * self.s[:, None]
+
+    def evaluate_paired(self, kernel:Kernel,
+                        Y,   # (n, d) one point per prediction
+                       ) -> np.ndarray:
+        "p(x_i)(y_i): shape (n,)."
+        out = self.base.evaluate_paired(kernel, Y)
+        if len(self.U):
+            Y = kernel.check(Y, 'Y')
+            for i0, i1 in row_blocks(self.n, 8.0 * (len(self.U) + self.F.shape[0])):
+                out[i0:i1] += np.einsum('ik,ik->i', self.coef[i0:i1], kernel.gram(Y[i0:i1], self.U) @ self.F.T)
+        return out * self.s
+
+    def sq_norms(self, kernel:Kernel) -> np.ndarray:
+        "||p(x_i)||^2: ||p0||^2 + 2 coef . <f, p0> + coef^T <f, f> coef, times s^2."
+        out = self.base.sq_norms(kernel)
+        if len(self.U):
+            G = self.F @ kernel.gram(self.U) @ self.F.T
+            for i0, i1 in row_blocks(self.n, 8.0 * (len(self.U) + 2 * self.F.shape[0])):
+                c = self.coef[i0:i1]
+                out[i0:i1] += (2 * np.einsum('ik,ik->i', c, self.base[i0:i1].evaluate(kernel, self.U) @ self.F.T)
+                               + np.einsum('ik,ik->i', c @ G, c))
+        return out * self.s**2
+
