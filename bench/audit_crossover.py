@@ -15,20 +15,14 @@ from __future__ import annotations
 import os
 os.environ['OPENBLAS_NUM_THREADS'] = os.environ['OMP_NUM_THREADS'] = os.environ['NUMBA_NUM_THREADS'] = '1'
 import argparse, json, subprocess, sys, time
-import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 from _measure import machine_info, loadavg                                  # noqa: E402
+from audit_scale import make_data                                           # noqa: E402  (the same scenario)
 
 NS = [1500, 3000, 5000, 10_000, 20_000]
 KW = dict(n_actions=5, beta=10.0, R1=1.0, seed=0)
-
-
-def make_data(n, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, 3))
-    return 0.8 * x, x + 0.3 * rng.standard_normal((n, 3))
 
 
 def one(n, method):
@@ -36,14 +30,15 @@ def one(n, method):
     k = RBF(0.5)
     px, y = make_data(300, 1)
     audit(Embedding.from_points(px), y, k, method=method, **KW)                # warm-up: Numba compiles
-    px, y = make_data(n)
+    px, y = make_data(n, 0)                                                # seed 0, as recorded
     c0, w0 = time.process_time(), time.perf_counter()
     r = audit(Embedding.from_points(px), y, k, method=method, **KW)
     return dict(n=n, method=method, cpu=time.process_time() - c0, wall=time.perf_counter() - w0, value=float(r.value))
 
 
 def run(n, method):
-    out = subprocess.run([sys.executable, __file__, '--one', str(n), '--method', method], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, __file__, '--one', str(n), '--method', method], capture_output=True,
+                         text=True)
     if out.returncode: raise RuntimeError(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -69,14 +64,16 @@ def main(argv=None):
         lines = ["# Where the auditor's 'auto' switches to landmarks", '', machine_info(('audit.py',)), '',
                  'Produced by `python bench/audit_crossover.py --write`. One BLAS and one Numba thread; CPU seconds of '
                  'the audit call in a fresh process after a warm-up. Scenario of bench/audit_scale.py.', '',
-                 '| n | exact CPU s | randomized CPU s | landmarks CPU s | randomized / landmarks | value: landmarks vs '
+                 '| n | exact CPU s | randomized CPU s | landmarks CPU s | randomized / landmarks | '
+                 'value: landmarks vs '
                  'randomized |', '|---|---|---|---|---|---|']
         for n in dict.fromkeys(r['n'] for r in rows):
             ex, rz, lm = by.get((n, 'exact')), by[(n, 'randomized')], by[(n, 'landmarks')]
             lines.append(f"| {n:,} | {'' if ex is None else format(ex['cpu'], '.2f')} | {rz['cpu']:.2f} | "
                          f"{lm['cpu']:.2f} | {rz['cpu'] / lm['cpu']:.2f} | {lm['value'] / rz['value'] - 1:+.2%} |")
         lines += ['', '```json', json.dumps(rows), '```', '']
-        atomic_write(os.path.join(REPO, 'bench', 'audit_crossover_results.md'), lambda f: f.write('\n'.join(lines).encode()))
+        out = os.path.join(REPO, 'bench', 'audit_crossover_results.md')
+        atomic_write(out, lambda f: f.write('\n'.join(lines).encode()))
         print('wrote bench/audit_crossover_results.md')
 
 
