@@ -22,7 +22,7 @@ from .rows import backend_for
 
 
 # %% auto #0
-__all__ = ['AUDIT_RADII', 'LANDMARKS_ABOVE', 'search_rule', 'AuditResult', 'audit', 'check_holdout', 'remeasure',
+__all__ = ['AUDIT_RADII', 'LANDMARKS_ABOVE', 'search_rule', 'search_groups', 'AuditResult', 'audit', 'check_holdout', 'remeasure',
            'landmark_basis', 'landmark_coords', 'landmark_factors', 'landmark_search', 'landmark_G', 'landmark_losses',
            'certify', 'BestResponseAudit', 'explicit_predictions', 'audit_best_response']
 
@@ -215,6 +215,25 @@ def search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits=(), on_st
         if on_start is not None:
             on_start(len(values), bestJ)
     return best, values
+
+# %% ../nbs/06_audit.ipynb #129040ef
+def search_groups(SP, SR,        # (N, r) search rows: coordinates of p(x) and of phi(y) - p(x)
+                  w,             # (N,) the search's weights (summing to 1)
+                  G,             # (N, K) memberships of K groups, or None (no groups: one search over everyone)
+                  beta, R1, A, n_starts, rng, max_iter,
+                  inits=(),      # extra starts of every group's search
+                 ) -> tuple:     # (group k or None, U, its starts' values, (K,) best value of each group or None)
+    "`search_rule` for each group (weights w g_k); the group whose best rule has the largest value."
+    if G is None: return (None, *search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits), None)
+    best, per = None, np.zeros(G.shape[1])
+    for k in range(G.shape[1]):
+        wk = w * G[:, k]
+        if not wk.sum() > 0: continue                  # no member among the searched rows: value 0
+        U, values = search_rule(SP, SR, wk, beta, R1, A, n_starts, rng, max_iter, inits)
+        per[k] = max(values)
+        if best is None or per[k] > per[best[0]]: best = (k, U, values)
+    if best is None: raise DeccalError('groups', "no group has a member with positive weight among the searched rows")
+    return (*best, per)
 
 # %% ../nbs/06_audit.ipynb #a697f0ed
 def _atoms(pred:Embedding) -> np.ndarray:

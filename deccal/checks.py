@@ -12,8 +12,8 @@ import numpy as np
 __all__ = ['RADIUS_RANGE', 'WEIGHT_RANGE', 'MEMORY_BUDGET', 'BLAS_THREADS', 'DeccalError', 'DeccalTypeError', 'NotFittedError',
            'check_array', 'as_points', 'is_number', 'check_number', 'check_positive', 'check_radius', 'check_bandwidth',
            'check_int', 'check_seed', 'random_generator', 'check_bool', 'check_choice', 'check_rows', 'weight_shift',
-           'check_sample_weight', 'check_label_kinds', 'row_blocks', 'tiles', 'check_output_path', 'atomic_write',
-           'Progress', 'patch', 'on_dask', 'blas_controller', 'one_blas_thread']
+           'check_sample_weight', 'check_groups', 'check_label_kinds', 'row_blocks', 'tiles', 'check_output_path',
+           'atomic_write', 'Progress', 'patch', 'on_dask', 'blas_controller', 'one_blas_thread']
 
 # %% ../nbs/00_checks.ipynb #864c9464
 class DeccalError(ValueError):
@@ -223,6 +223,22 @@ def check_sample_weight(sample_weight,     # (n,) weights, or None for equal wei
     top = w.max()
     if not top > 0: raise DeccalError(name, "all weights are 0: at least one must be non-zero")
     return np.ldexp(w, weight_shift(top))     # exact: a power of 2
+
+# %% ../nbs/00_checks.ipynb #14168490
+def check_groups(groups,          # (n, K) memberships g_k(x) in [0, 1]
+                 n:int,           # the number of rows
+                 other:str,       # what `n` came from, for the message
+                 K:int=None,      # the number of groups required (None: any K >= 1)
+                 name:str='groups', # the argument name
+                ) -> np.ndarray:  # (n, K) float64, C order
+    "Group memberships: an (n, K) array of numbers in [0, 1], with K columns if K is given."
+    g = check_array(groups, name, ndim=2)
+    check_rows(n, g, name, other)
+    if K is not None and g.shape[1] != K:
+        raise DeccalError(name, f"has {g.shape[1]} columns but the calibrator was fitted with {K} groups")
+    if g.size and not (g.min() >= 0 and g.max() <= 1):
+        raise DeccalError(name, f"memberships must lie in [0, 1], got values in [{g.min():g}, {g.max():g}]")
+    return np.ascontiguousarray(g, dtype=float)
 
 # %% ../nbs/00_checks.ipynb #d4ff193a
 def _label_kind(v) -> str:

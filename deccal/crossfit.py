@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse
 from .checks import DeccalError, DeccalTypeError, NotFittedError
 from .checks import check_int, check_number, check_bool, check_seed, check_rows, check_sample_weight, patch
-from .checks import one_blas_thread
+from .checks import one_blas_thread, check_groups
 from .embedding import Embedding
 from .rows import mean_se
 from .params import Estimator
@@ -73,9 +73,10 @@ class CrossFitDeCal(Estimator):
 def fold_losses(member:DimFreeDeCal, # a fitted calibrator
                 pred:Embedding,      # rows it never saw
                 Y,                   # (n, d) their outcomes
+                groups=None,         # (n, K) their group memberships, if the calibrator was fitted with groups
                ) -> np.ndarray:      # (T + 1, n): the square loss of each row after t = 0..T rounds run
     "Each row's square loss ||p_t(x) - phi(y)||^2 after each number t of the rounds the calibrator ran."
-    return member.truncated(len(member.all_rounds_)).square_loss_path(pred, Y)
+    return member.truncated(len(member.all_rounds_)).square_loss_path(pred, Y, groups)
 
 # %% ../nbs/09d_crossfit.ipynb #624fbc5a
 def fold_ids(n:int,       # rows
@@ -95,6 +96,7 @@ def fit(self:CrossFitDeCal,
         Y,                   # (n, d) outcomes
         sample_weight=None,  # optional (n,) weights >= 0
         folds=None,          # optional (n,) fold of each row, 0..K-1 (e.g. stratified by class); default: random
+        groups=None,         # optional (n, K) group memberships: every fold's calibrator audits and patches groups
        ) -> CrossFitDeCal:
     "Fit a calibrator per fold, measure the cross-fitted gain of each round count, keep t* rounds on evidence."
     t0 = time.perf_counter()
@@ -105,6 +107,8 @@ def fit(self:CrossFitDeCal,
     Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
     n = pred.n
     w = np.ones(n) if sample_weight is None else check_sample_weight(sample_weight, n, 'pred')
+    groups = None if groups is None else check_groups(groups, n, 'pred')
+    g_of = lambda idx: None if groups is None else groups[idx]
     if folds is None:
         if n < 2 * K: raise DeccalError('n_folds', f"{K} folds of {n} rows leave fewer than 2 rows in a fold")
         folds = fold_ids(n, K, params['seed'])
@@ -118,10 +122,11 @@ def fit(self:CrossFitDeCal,
     for k in range(K):
         tr, te = np.flatnonzero(folds != k), np.flatnonzero(folds == k)
         if not w[tr].sum() > 0: raise DeccalError('sample_weight', f"all weights outside fold {k} are 0")
-        m = type(cal)(**cal.get_params(deep=False)).fit(pred[tr], Y[tr], holdout=(pred[te], Y[te]),
+        hold = (pred[te], Y[te]) if groups is None else (pred[te], Y[te], groups[te])
+        m = type(cal)(**cal.get_params(deep=False)).fit(pred[tr], Y[tr], holdout=hold, groups=g_of(tr),
                                               sample_weight=None if sample_weight is None else w[tr])
         members.append(m)
-        losses.append((te, fold_losses(m, pred[te], Y[te])))
+        losses.append((te, fold_losses(m, pred[te], Y[te], g_of(te))))
     T = min(len(L) for _, L in losses) - 1            # the rounds every fold ran
     L = np.empty((T + 1, n))
     for te, Lk in losses: L[:, te] = Lk[:T + 1]
@@ -136,7 +141,7 @@ def fit(self:CrossFitDeCal,
     if params['ensemble']: self.members_ = self.fold_members_
     else:
         final = type(cal)(**{**cal.get_params(deep=False), 'max_rounds': keep, 'early_stopping': False})
-        self.members_ = [final.fit(pred, Y, sample_weight=sample_weight)]
+        self.members_ = [final.fit(pred, Y, sample_weight=sample_weight, groups=groups)]
     self.seconds_ = time.perf_counter() - t0
     return self
 
@@ -145,16 +150,18 @@ def fit(self:CrossFitDeCal,
 @one_blas_thread
 def transform(self:CrossFitDeCal,
               pred:Embedding, # base predictions of the same kind as the fitted ones
+              groups=None,    # (N, K) their group memberships, if fitted with groups
              ) -> Embedding:
     "The calibrated predictions: the average of the fold calibrators cut at `best_round_` (or the refitted one)."
     if not hasattr(self, 'members_'):
         raise NotFittedError(type(self).__name__, "this calibrator is not fitted yet: call fit(pred, Y) first")
-    return mean_embedding([m.transform(pred) for m in self.members_])
+    return mean_embedding([m.transform(pred, groups) for m in self.members_])
 
 # %% ../nbs/09d_crossfit.ipynb #953d5b62
 @patch
 def out_of_fold(self:CrossFitDeCal,
                 pred:Embedding, # the base predictions `fit` was given
+                groups=None,    # the group memberships `fit` was given, if any
                ) -> Embedding:
     "Each row calibrated by the fold calibrator that never saw it (cut at `best_round_`): honest in-sample predictions."
     if not hasattr(self, 'members_'):
@@ -163,5 +170,5 @@ def out_of_fold(self:CrossFitDeCal,
     if pred.n != len(self.folds_):
         raise DeccalError('pred', f"has {pred.n} rows but the calibrator was fitted on {len(self.folds_)}")
     idx = [np.flatnonzero(self.folds_ == k) for k in range(len(self.fold_members_))]
-    out = Embedding.concat(*[m.transform(pred[i]) for m, i in zip(self.fold_members_, idx)])
+    out = Embedding.concat(*[m.transform(pred[i], None if groups is None else groups[i]) for m, i in zip(self.fold_members_, idx)])
     return out[np.argsort(np.concatenate(idx), kind='stable')]

@@ -9,7 +9,7 @@ import numba as nb
 import numpy as np
 from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positive, check_number, check_int,
                            check_seed, check_bool, check_choice, check_rows, check_sample_weight, row_blocks, Progress,
-                           check_radius, patch)
+                           check_radius, check_groups, patch)
 from .checks import one_blas_thread, blas_controller
 from .kernels import Kernel
 from .embedding import Embedding, FactoredEmbedding
@@ -17,7 +17,7 @@ from .losses import Loss
 from .basis import make_basis, whiten
 from .rows import LocalRows, gather_search, split_rows, mean_se, backend_for
 from .params import Estimator, optional, check_verbose
-from .audit import search_rule, check_holdout, certify as certify_sample, AuditResult
+from .audit import search_groups, check_holdout, certify as certify_sample, AuditResult
 
 # %% auto #0
 __all__ = ['unit_rows', 'check_kernel_param', 'DimFreeDeCal', 'radius', 'validation_split', 'mean_of_sums']
@@ -239,19 +239,22 @@ def audit_round(self:DimFreeDeCal,
                ) -> dict:
     """Lines 2-4 of Algorithm 1 (line 3 of Algorithm 2): the auditor's rule l'_t (whitened coordinates U), the value
     R1 sum_a ||G_a|| of the closed-form best loss for it, the round's sums G_a and D_hat, and the witnessed pair's gap
-    re-measured on held-out rows."""
+    re-measured on held-out rows. With groups, the search runs for each group and the round audits, and later
+    patches, the group whose best rule reaches the largest value (`group`; every group's value: `group_values`)."""
     A, beta, R1 = params['n_actions'], params['beta'], params['R1']
-    S, T, ws = gather_search(rows, searched)
-    U, search_values = search_rule(S, T, ws, beta, R1, A, params['n_starts'], rng, params['max_iter'], inits)
-    per_block = (rows.each('stats_at', U, beta, per=split_rows(searched, rows.sizes)) if split
-                 else rows.each('stats', U, beta))       # each block reduced to (A, r), (A, A) and its weight
+    S, T, ws, G = gather_search(rows, searched)
+    k, U, search_values, per = search_groups(S, T, ws, G, beta, R1, A, params['n_starts'], rng, params['max_iter'],
+                                             inits)
+    per_block = (rows.each('stats_at', U, beta, k, per=split_rows(searched, rows.sizes)) if split
+                 else rows.each('stats', U, beta, None, k))   # each block reduced to (A, r), (A, A) and its weight
     W = sum(q[2] for q in per_block)
     g, Dhat = sum(q[0] for q in per_block) / W, sum(q[1] for q in per_block) / W
     Gn = np.linalg.norm(g, axis=1)
-    out = dict(U=U, g=g, Gn=Gn, Dhat=Dhat, value=float(R1 * Gn.sum()), search_value=max(search_values))
+    out = dict(U=U, g=g, Gn=Gn, Dhat=Dhat, value=float(R1 * Gn.sum()), search_value=max(search_values), group=k,
+               group_values=per)
     if hold is not None:                                 # the witnessed pair re-measured on held-out data
         out['holdout_value'], out['holdout_se'] = mean_se(
-            np.sum(hold.each('gap_sums', U, unit_rows(g, Gn, R1), beta), axis=0))
+            np.sum(hold.each('gap_sums', U, unit_rows(g, Gn, R1), beta, k), axis=0))
     return out
 
 # %% ../nbs/08_dimfreedecal.ipynb #46ec01a0
@@ -265,6 +268,7 @@ def run_rounds(self:DimFreeDeCal,
                make_hold,       # the same for the held-out rows, or None
                t0:float,        # the fit's start (time.perf_counter())
                parts=None,      # sample='split': the sorted rows each round audits (one array per round)
+               n_groups:int=None, # K when the rows carry the memberships of K groups (None: no groups)
               ) -> DimFreeDeCal:
     """Algorithm 1 (or 2: `patch_directions` decides) for every path: each round audits (`audit_round`), stops or
     patches every block; early stopping keeps the round with the lowest held-out square loss."""
@@ -290,6 +294,7 @@ def run_rounds(self:DimFreeDeCal,
         r = self.audit_round(params, rows, hold, searched, parts is not None, [] if U_prev is None else [U_prev], rng)
         U_prev = r['U']
         rec.update(audit_value=r['value'], **{k: r[k] for k in ('holdout_value', 'holdout_se') if k in r})
+        if r['group'] is not None: rec.update(group=r['group'], group_values=r['group_values'])
         history.append(rec)
         bar.update(_progress_fraction(r['value'], history[0]['audit_value'], target, t, max_rounds),
                    f"round {t}/{max_rounds}  audit value {r['value']:.4g} (stop at {target:.4g})  square loss "
@@ -301,9 +306,10 @@ def run_rounds(self:DimFreeDeCal,
         Du, eta = self.patch_directions(r['g'], r['Gn'], r['Dhat'], params)   # line 4 of Algorithm 1
         Du, eta = params['learning_rate'] * Du, params['learning_rate'] * eta  # shrinkage (1: the paper's patch)
         D = Du @ to_u
-        rounds.append(dict(C=r['U'] @ to_u, D=D, KD=D @ basis.K, eta=eta))
-        rows = rows.map('patch', r['U'], Du, params['beta'], R2)                # lines 5-6: patch, project
-        if hold is not None: hold = hold.map('patch', r['U'], Du, params['beta'], R2)
+        rounds.append(dict(C=r['U'] @ to_u, D=D, KD=D @ basis.K, eta=eta,
+                           **({} if r['group'] is None else dict(group=r['group']))))
+        rows = rows.map('patch', r['U'], Du, params['beta'], R2, r['group'])    # lines 5-6: patch, project
+        if hold is not None: hold = hold.map('patch', r['U'], Du, params['beta'], R2, r['group'])
     best = int(np.argmin(held_losses)) if params['early_stopping'] else len(rounds)   # the lowest held-out loss
     found = [h['audit_value'] for h in history if h['audit_value'] is not None]
     bar.close(f"{len(rounds)} rounds, " + (f"audit value {found[0]:.4g} -> {found[-1]:.4g}, " if found else '')
@@ -312,7 +318,8 @@ def run_rounds(self:DimFreeDeCal,
               + (f"; keeping {best} rounds" if params['early_stopping'] else ''))
     return self.set_fitted_state(params, basis, rounds, history, best_round_=best, stop_reason_=stop, R2_=R2,
                                  round_bound_=bound, n_fit_=n, captured_trace_=start['captured'], rank_=to_u.shape[0],
-                                 base_square_loss_=start['base_sq'], seconds_=time.perf_counter() - t0)
+                                 base_square_loss_=start['base_sq'], n_groups_=n_groups,
+                                 seconds_=time.perf_counter() - t0)
 
 # %% ../nbs/08_dimfreedecal.ipynb #5c088422
 @patch
@@ -320,23 +327,35 @@ def run_rounds(self:DimFreeDeCal,
 def fit(self:DimFreeDeCal,
         pred:Embedding,     # base predictions p0(x_i) on the calibration sample
         Y,                  # (n, d) outcomes
-        holdout:tuple=None, # optional (pred_holdout, Y_holdout): re-measure each round there, and stop on it
+        holdout:tuple=None, # optional (pred_holdout, Y_holdout): re-measure each round there, and stop on it;
+                            # with groups, (pred_holdout, Y_holdout, groups_holdout)
         sample_weight=None, # optional (n,) non-negative weights: calibrate for the weighted sample
+        groups=None,        # optional (n, K) memberships g_k(x) in [0, 1] of K groups: each round audits every
+                            # group and patches within the worst one
        ) -> DimFreeDeCal:
     """Learn the patches from a calibration sample; returns self. With `early_stopping`, held-out data (`holdout`, or
     else a `validation_fraction` of the sample, which the patches then never see) decide when to stop and which round
-    to keep."""
+    to keep. With `groups`, `transform` needs the same groups' memberships of the new rows."""
     t0 = time.perf_counter()
     params = self.checked_params()                     # what this fit (and the fitted calibrator) uses
     elsewhere = backend_for('fit', pred, Y)            # data held elsewhere (deccal.dask): that backend's fit
-    if elsewhere is not None: return elsewhere(self, params, pred, Y, holdout, sample_weight, t0)
+    if elsewhere is not None:
+        if groups is not None: raise DeccalError('groups', "data held elsewhere (Dask) cannot be fitted with groups")
+        return elsewhere(self, params, pred, Y, holdout, sample_weight, t0)
     if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
     kern = params['kernel']
     Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
     if Y.shape[1] != pred.dim: raise DeccalError('Y', f"outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
     pred.check_kernel(kern)
     n = pred.n
+    groups = None if groups is None else check_groups(groups, n, 'pred')
+    hold_g = None                                      # the held-out rows' memberships
+    if holdout is not None and groups is not None:
+        if not isinstance(holdout, tuple) or len(holdout) != 3:
+            raise DeccalError('holdout', "with groups, give (pred_holdout, Y_holdout, groups_holdout)")
+        holdout, hold_g = holdout[:2], holdout[2]
     if holdout is not None: holdout = check_holdout(holdout, kern, pred.dim)
+    if hold_g is not None: hold_g = check_groups(hold_g, holdout[0].n, 'holdout', groups.shape[1], 'holdout groups')
     weights = None if sample_weight is None else check_sample_weight(sample_weight, n, 'pred')   # None: equal
     held_w = None                                      # the held-out part's weights (None: equal)
     R2 = radius(params, kern.diag(Y).max(), pred.sq_norms(kern).max())
@@ -344,6 +363,7 @@ def fit(self:DimFreeDeCal,
         held, fitted, held_w, weights = validation_split(params, n, weights)
         holdout = (pred[held], Y[held])
         pred, Y, n = pred[fitted], Y[fitted], len(fitted)
+        if groups is not None: hold_g, groups = groups[held], groups[fitted]
     parts = None                                       # sample='split': the rows each round audits
     if params['sample'] == "split":
         max_rounds = self.rounds_cap(R2, params)[1]
@@ -353,16 +373,18 @@ def fit(self:DimFreeDeCal,
             raise DeccalError('max_rounds', f"{max_rounds} parts of a sample of {n} leave fewer than 2 points a round")
         if weights is not None and min(weights[q].sum() for q in parts) <= 0:
             raise DeccalError('sample_weight', "a round's part of the sample has total weight 0 (sample='split')")
-    make_hold = None if holdout is None else lambda basis, to_u: LocalRows.build(kern, basis, to_u, *holdout, held_w)
-    make_rows = lambda basis, to_u: LocalRows.build(kern, basis, to_u, pred, Y, weights)
-    return self.run_rounds(params, n, R2, lambda idx: (pred[idx], Y[idx]), make_rows, make_hold, t0, parts)
+    make_hold = None if holdout is None else lambda basis, to_u: LocalRows.build(kern, basis, to_u, *holdout, held_w,
+                                                                                 groups=hold_g)
+    make_rows = lambda basis, to_u: LocalRows.build(kern, basis, to_u, pred, Y, weights, groups=groups)
+    return self.run_rounds(params, n, R2, lambda idx: (pred[idx], Y[idx]), make_rows, make_hold, t0, parts,
+                           None if groups is None else groups.shape[1])
 
 # %% ../nbs/08_dimfreedecal.ipynb #934fa49c
 @patch
 def _stacked(self:DimFreeDeCal) -> dict:
     """Per-round quantities stacked over rounds, computed once: C, D (T A, m); [C; D] on the outcome atoms (CDy) and on
     the prediction atoms (CDp); the blocks D K C^T, D K D^T; the output's functions: atoms U and weights F (D over U
-    when T A <= m, else the basis atoms themselves)."""
+    when T A <= m, else the basis atoms themselves); each round's group (-1: everyone)."""
     if getattr(self, '_stack_cache', None) is None or self._stack_cache[0] is not self.rounds_:
         m, ny = self.basis_.m, len(self.basis_.Y)
         C = np.vstack([r['C'] for r in self.rounds_]) if self.rounds_ else np.zeros((0, m))
@@ -372,7 +394,8 @@ def _stacked(self:DimFreeDeCal) -> dict:
         by_rounds = len(D) <= m                 # the output's functions: the T A directions, or the m atoms
         U, F = self.basis_.expand(D if by_rounds else np.eye(m))
         S = dict(C=C, D=D, CDy=np.ascontiguousarray(CD[:, :ny]), CDp=np.ascontiguousarray(CD[:, ny:]),
-                 BC=np.ascontiguousarray(KD @ C.T), GD=np.ascontiguousarray(KD @ D.T), U=U, F=F, by_rounds=by_rounds)
+                 BC=np.ascontiguousarray(KD @ C.T), GD=np.ascontiguousarray(KD @ D.T), U=U, F=F, by_rounds=by_rounds,
+                 group=np.array([r.get('group', -1) for r in self.rounds_], dtype=np.int64))
         self._stack_cache = (self.rounds_, S)
     return self._stack_cache[1]
 
@@ -385,6 +408,7 @@ def _replay_rows(hy, hp,   # (N, m_y), (N, m_p): h(x) = <v_j, p0(x)>, outcome at
                  BC, GD,   # (T A, T A): D_s K C_t^T and D_s K D_t^T
                  n2_in,    # (N,) ||p0(x)||^2
                  c_in,     # (N,) the scale after the projection of p0
+                 gm,       # (N, T) each round's group membership g(x) (the decisions are g(x) k(x)), or (0, T): 1
                  beta, R2, A,
                  a_out,    # (N, T A) out: the decisions over the scale, a_t(x) = k_t(x) / c(x)
                  c_out,    # (N,) out: the final scale
@@ -395,7 +419,7 @@ def _replay_rows(hy, hp,   # (N, m_y), (N, m_p): h(x) = <v_j, p0(x)>, outcome at
     """The rounds for each point, in tiles of rows (one thread per tile, each row alone, in a fixed order): the tile's
     [C; D] h(x) by one matrix product (BLAS, one thread), then round after round."""
     TA, N = BC.shape[0], n2_in.shape[0]
-    path = cpath.shape[0] > 0
+    path, grouped = cpath.shape[0] > 0, gm.shape[0] > 0
     for b in nb.prange((N + _TILE - 1) // _TILE):
         i0 = b * _TILE
         L = min(_TILE, N - i0)
@@ -434,6 +458,9 @@ def _replay_rows(hy, hp,   # (N, m_y), (N, m_p): h(x) = <v_j, p0(x)>, outcome at
                 for j in range(A):
                     e = math.exp(-beta * (F[j] - lo)); kk[j] = e; tot += e
                 for j in range(A): kk[j] = kk[j] / tot / ci
+                if grouped:
+                    gi = gm[i0 + i, t]
+                    for j in range(A): kk[j] *= gi
                 lin, quad = 0.0, 0.0
                 for j in range(A):
                     lin += kk[j] * Md[j, i]
@@ -453,6 +480,7 @@ def _replay_rows(hy, hp,   # (N, m_y), (N, m_p): h(x) = <v_j, p0(x)>, outcome at
 @patch
 def _replay(self:DimFreeDeCal, pred:Embedding, path:bool=False,
             out=None,   # optional (N, T A) array the decisions are written to
+            groups=None, # (N, K) the rows' memberships, checked (`checked_groups`), when fitted with groups
            ) -> tuple:
     """The state of `pred` after all fitted rounds, as p(x) = c(x) q(x), q(x) = p0(x) + sum_t a_t(x) . d_t: returns
     c (N,), a (N, T A) and ||q(x)||^2: h(x), then `_replay_rows` (a product with [C; D] and the rounds). With `path`,
@@ -466,10 +494,11 @@ def _replay(self:DimFreeDeCal, pred:Embedding, path:bool=False,
     hy = pred.evaluate(kern, b.Y) if len(b.Y) else np.zeros((N, 0))
     hp = pred.inner(kern, b.P) if b.P.n else np.zeros((N, 0))
     a = np.empty((N, TA)) if out is None else out
+    gm = np.empty((0, TA // A)) if groups is None else np.ascontiguousarray(groups[:, S['group']])
     c_out, n2_out = np.empty(N), np.empty(N)
     rec = (np.empty((TA // A + 1, N)), np.empty((TA // A + 1, N))) if path else (np.empty((0, N)), np.empty((0, N)))
     with blas_controller().limit(limits=1):     # the kernel's tiles run in parallel: each one's product on one thread
-        _replay_rows(hy, hp, S['CDy'], S['CDp'], S['BC'], S['GD'], n2, c, float(beta), float(R2), int(A),
+        _replay_rows(hy, hp, S['CDy'], S['CDp'], S['BC'], S['GD'], n2, c, gm, float(beta), float(R2), int(A),
                      a, c_out, n2_out, *rec)
     return (c_out, a, n2_out, list(rec[0]), list(rec[1])) if path else (c_out, a, n2_out)
 
@@ -487,24 +516,43 @@ def check_fitted(self:DimFreeDeCal,
         raise DeccalError('pred', f"predictions on R^{pred.dim}, the calibrator was fitted on R^{self.basis_.P.dim}")
     pred.check_kernel(self.params_['kernel'])
 
+# %% ../nbs/08_dimfreedecal.ipynb #26c9011b
+@patch
+def checked_groups(self:DimFreeDeCal,
+                   groups,     # (N, K) memberships of the K groups the calibrator was fitted with, or None
+                   n:int,      # the number of rows they go with
+                  ):
+    "The memberships a fitted calibrator needs for n rows: (n, n_groups_) checked, or None when fitted without groups."
+    K = getattr(self, 'n_groups_', None)
+    if K is None:
+        if groups is not None: raise DeccalError('groups', "this calibrator was fitted without groups")
+        return None
+    if groups is None: raise DeccalError('groups', f"this calibrator was fitted with {K} groups: give their memberships")
+    return check_groups(groups, n, 'pred', K)
+
 # %% ../nbs/08_dimfreedecal.ipynb #beb4ca0e
 @patch
 @one_blas_thread
 def transform(self:DimFreeDeCal,
               pred:Embedding,  # base predictions of the same kind as the fitted ones
+              groups=None,     # (N, K) their memberships of the groups the calibrator was fitted with (if any)
              ) -> FactoredEmbedding:
     """Calibrated predictions for new base predictions, in batches (data held elsewhere: that backend's transform):
     an `Embedding` whose weights on the basis atoms (`theta`) are built only when read."""
     elsewhere = backend_for('transform', pred)         # e.g. a deccal.dask.DaskEmbedding: block by block
-    if elsewhere is not None: return elsewhere(self, pred)
+    if elsewhere is not None:
+        if groups is not None: raise DeccalError('groups', "data held elsewhere (Dask) cannot be transformed with groups")
+        return elsewhere(self, pred)
     self.check_fitted(pred)
+    groups = self.checked_groups(groups, pred.n)
+    part = lambda i0, i1: None if groups is None else groups[i0:i1]
     S = self._stacked()
     TA = S['C'].shape[0]
     coef, c = np.empty((pred.n, S['F'].shape[0])), np.empty(pred.n)
     for i0, i1 in row_blocks(pred.n, 8 * (self.basis_.m + 3 * TA + 8)):
-        if S['by_rounds']: c[i0:i1] = self._replay(pred[i0:i1], out=coef[i0:i1])[0]
+        if S['by_rounds']: c[i0:i1] = self._replay(pred[i0:i1], out=coef[i0:i1], groups=part(i0, i1))[0]
         else:
-            c[i0:i1], a, _ = self._replay(pred[i0:i1])
+            c[i0:i1], a, _ = self._replay(pred[i0:i1], groups=part(i0, i1))
             coef[i0:i1] = a @ S['D']
     return FactoredEmbedding(pred, S['U'], S['F'], coef, c)
 
@@ -513,18 +561,20 @@ def transform(self:DimFreeDeCal,
 def square_loss_path(self:DimFreeDeCal,
                      pred:Embedding,  # base predictions p0(x_i)
                      Y,               # (N, d) outcomes
+                     groups=None,     # (N, K) memberships, for a calibrator fitted with groups
                     ) -> np.ndarray:  # (T + 1, N): row i's square loss after t = 0..T of the kept rounds
     "||p_t(x_i) - phi(y_i)||^2 after each number t of the kept rounds, without building the predictions."
     self.check_fitted(pred)
     kern = self.params_['kernel']
     Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
     if Y.shape[1] != pred.dim: raise DeccalError('Y', f"outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
+    groups = self.checked_groups(groups, pred.n)
     b, S, A = self.basis_, self._stacked(), self.params_['n_actions']
     T = S['C'].shape[0] // A
     out = np.empty((T + 1, pred.n))
     for i0, i1 in row_blocks(pred.n, 8 * (4 * b.m + 4 * S['C'].shape[0] + 2 * T)):
         part, Yp = pred[i0:i1], Y[i0:i1]
-        _, a, _, cs, n2s = self._replay(part, path=True)
+        _, a, _, cs, n2s = self._replay(part, path=True, groups=None if groups is None else groups[i0:i1])
         qy = part.evaluate_paired(kern, Yp)[None, :]                    # <q_t(x), phi(y)>, t = 0, 1, ...
         if T:
             per_round = (a * (b.h_outcomes(Yp) @ S['D'].T)).reshape(len(Yp), T, A).sum(2)
@@ -538,9 +588,10 @@ def square_loss_path(self:DimFreeDeCal,
 def square_loss(self:DimFreeDeCal,
                 pred:Embedding,  # base predictions p0(x_i)
                 Y,               # (N, d) outcomes
+                groups=None,     # (N, K) memberships, for a calibrator fitted with groups
                ) -> float:
     "E_hat ||p(x) - phi(y)||^2 of the calibrated predictions, without building them (cheaper than `transform`)."
-    return float(self.square_loss_path(pred, Y)[-1].mean())
+    return float(self.square_loss_path(pred, Y, groups)[-1].mean())
 
 # %% ../nbs/08_dimfreedecal.ipynb #d4dbf4bb
 @patch

@@ -26,17 +26,26 @@ class Rows:
                  s0,      # (N,) ||p0(x)||^2
                  py,      # (N,) <p0(x), phi(y)>
                  kyy,     # (N,) K(y, y) = ||phi(y)||^2
+                 groups=None, # (N, K) the rows' memberships g_k(x) in [0, 1] of K groups, or None (everyone)
                 ):
         self.w, self.gamma, self.x, self.hu, self.hyu, self.s0, self.py, self.kyy = w, gamma, x, hu, hyu, s0, py, kyy
+        self.groups = groups
 
     @classmethod
-    def build(cls, kernel:Kernel, basis:Basis, to_u, pred:Embedding, Y, w=None) -> Rows:
-        "The block's state before any patch (w: its weights, or None for equal weights)."
+    def build(cls, kernel:Kernel, basis:Basis, to_u, pred:Embedding, Y, w=None, groups=None) -> Rows:
+        "The block's state before any patch (w: its weights, or None for equal weights; groups: (N, K) or None)."
         hu, hyu = basis.h(pred) @ to_u.T, basis.h_outcomes(Y) @ to_u.T
         return cls(None if w is None else np.asarray(w, float), np.ones(pred.n), np.zeros_like(hu), hu, hyu,
-                   pred.sq_norms(kernel), pred.evaluate_paired(kernel, Y), kernel.diag(Y))
+                   pred.sq_norms(kernel), pred.evaluate_paired(kernel, Y), kernel.diag(Y),
+                   None if groups is None else np.asarray(groups, float))
 
-    def _replace(self, gamma, x) -> Rows: return Rows(self.w, gamma, x, self.hu, self.hyu, self.s0, self.py, self.kyy)
+    def _replace(self, gamma, x) -> Rows:
+        return Rows(self.w, gamma, x, self.hu, self.hyu, self.s0, self.py, self.kyy, self.groups)
+
+    def member(self, k, idx=None):
+        "Membership g_k(x) (N,) of group k at the rows (or local rows idx); None for everyone (k None, or no groups)."
+        if k is None or self.groups is None: return None
+        return self.groups[:, k] if idx is None else self.groups[idx, k]
 
     def coords(self): return self.gamma[:, None] * self.hu + self.x      # S: the whitened coordinates of p(x)
 
@@ -57,36 +66,46 @@ class Rows:
         return self._replace(self.gamma * s, self.x * s[:, None])
 
     def take(self, idx) -> tuple:
-        "Search rows (S, T, w) at local row indices idx: coordinates of p(x) and of phi(y) - p(x), and weights."
+        """Search rows (S, T, w, G) at local row indices idx: coordinates of p(x) and of phi(y) - p(x), weights, and
+        group memberships (None: equal weights, no groups)."""
         S = self.coords()[idx]
-        return S, self.hyu[idx] - S, None if self.w is None else self.w[idx]
+        return (S, self.hyu[idx] - S, None if self.w is None else self.w[idx],
+                None if self.groups is None else self.groups[idx])
 
     def rule(self, U, beta:float):
         "The decisions (N, A) of the rule l' with whitened coordinates U (A, r): its quantal response."
         return quantal_response(self.coords() @ U.T, beta)
 
-    def stats(self, U, beta:float, idx=None) -> tuple:
-        "The block's sums for a round, over all rows or local rows idx: (sum w k T (A, r), sum w k k^T (A, A), sum w)."
+    def stats(self, U, beta:float, idx=None, k=None) -> tuple:
+        """The block's sums for a round, over all rows or local rows idx, with the decisions of group k's round
+        g_k(x) k(x): (sum w g k T (A, r), sum w g^2 k k^T (A, A), sum w)."""
         S, hyu, w = (self.coords(), self.hyu, self.w) if idx is None else (
             self.coords()[idx], self.hyu[idx], None if self.w is None else self.w[idx])
-        k = quantal_response(S @ U.T, beta)
-        wk = k if w is None else w[:, None] * k
-        return wk.T @ (hyu - S), wk.T @ k, float(len(S)) if w is None else float(w.sum())
+        k_ = quantal_response(S @ U.T, beta)
+        g = self.member(k, idx)
+        if g is not None: k_ = g[:, None] * k_
+        wk = k_ if w is None else w[:, None] * k_
+        return wk.T @ (hyu - S), wk.T @ k_, float(len(S)) if w is None else float(w.sum())
 
-    def stats_at(self, idx, U, beta:float) -> tuple:
+    def stats_at(self, idx, U, beta:float, k=None) -> tuple:
         "`stats` over the local rows idx only (the rows a round audits when each round has its own part)."
-        return self.stats(U, beta, idx)
+        return self.stats(U, beta, idx, k)
 
-    def gap_sums(self, U, unit, beta:float) -> tuple:
-        "Sums for the witnessed pair's mean gap and its standard error: (sum w g, sum w g^2, sum w, sum w^2)."
+    def gap_sums(self, U, unit, beta:float, k=None) -> tuple:
+        """Sums for the witnessed pair's mean gap (within group k, times its membership: the group's share of the
+        gap) and its standard error: (sum w g, sum w g^2, sum w, sum w^2)."""
         S = self.coords()
         g = np.einsum('ia,ia->i', quantal_response(S @ U.T, beta), (self.hyu - S) @ unit.T)
+        m = self.member(k)
+        if m is not None: g = m * g
         w = np.ones(len(g)) if self.w is None else self.w
         return float(w @ g), float(w @ g**2), float(w.sum()), float(w @ w)
 
-    def patch(self, U, Du, beta:float, R2:float) -> Rows:
-        "A new block after a round's patch (rule U, directions Du, both whitened) and the projection onto B(R2)."
-        return self._replace(self.gamma, self.x + self.rule(U, beta) @ Du).project(R2)
+    def patch(self, U, Du, beta:float, R2:float, k=None) -> Rows:
+        """A new block after a round's patch (rule U, directions Du, both whitened; within group k: the decisions
+        times g_k(x)) and the projection onto B(R2)."""
+        a, g = self.rule(U, beta), self.member(k)
+        return self._replace(self.gamma, self.x + (a if g is None else g[:, None] * a) @ Du).project(R2)
 
 # %% ../nbs/05b_rows.ipynb #6597aaca
 class LocalRows:
@@ -98,13 +117,14 @@ class LocalRows:
         self.blocks, self.sizes = blocks, sizes
 
     @classmethod
-    def build(cls, kernel:Kernel, basis:Basis, to_u, pred:Embedding, Y, w=None, block_rows:int=None) -> LocalRows:
-        "Blocks of `block_rows` rows (default: temporaries within MEMORY_BUDGET)."
+    def build(cls, kernel:Kernel, basis:Basis, to_u, pred:Embedding, Y, w=None, block_rows:int=None,
+              groups=None) -> LocalRows:
+        "Blocks of `block_rows` rows (default: temporaries within MEMORY_BUDGET); groups: (n, K) memberships or None."
         n = pred.n
         spans = (row_blocks(n, 8.0 * (2 * basis.m * max(pred.Z.shape[1], 1) + 8 * to_u.shape[0])) if block_rows is None
                  else [(i, min(n, i + block_rows)) for i in range(0, n, block_rows)])
-        blocks = [Rows.build(kernel, basis, to_u, pred[i0:i1], Y[i0:i1], None if w is None else w[i0:i1])
-                  for i0, i1 in spans]
+        blocks = [Rows.build(kernel, basis, to_u, pred[i0:i1], Y[i0:i1], None if w is None else w[i0:i1],
+                             None if groups is None else groups[i0:i1]) for i0, i1 in spans]
         return cls(blocks, [i1 - i0 for i0, i1 in spans])
 
     def map(self, method:str, *args) -> LocalRows:
@@ -129,12 +149,15 @@ def split_rows(idx,    # sorted global row indices
 def gather_search(rows,  # LocalRows, or a backend's blocks with the same `each` and `sizes`
                   idx,   # sorted global row indices
                  ) -> tuple:
-    "S, T and the search's weights (summing to 1) at sorted global rows idx, gathered from the blocks."
+    """S, T, the search's weights (summing to 1) and the group memberships (or None) at sorted global rows idx,
+    gathered from the blocks."""
     parts = rows.each('take', per=split_rows(idx, rows.sizes))
     S, T = np.vstack([q[0] for q in parts]), np.vstack([q[1] for q in parts])
     w = None if parts[0][2] is None else np.concatenate([q[2] for q in parts])
-    if w is None or not w.sum() > 0: return S, T, np.full(len(S), 1.0 / len(S))   # (weight 0: searched unweighted)
-    return S, T, w / w.sum()
+    G = None if parts[0][3] is None else np.vstack([q[3] for q in parts])
+    if w is None or not w.sum() > 0: w = np.ones(len(S))                # (weight 0: searched unweighted)
+    return S, T, w / w.sum(), G
+
 
 # %% ../nbs/05b_rows.ipynb #37d4cb60
 def mean_se(sums) -> tuple:  # (sum w g, sum w g^2, sum w, sum w^2), added over blocks
