@@ -22,9 +22,10 @@ from .rows import backend_for
 
 
 # %% auto #0
-__all__ = ['AUDIT_RADII', 'LANDMARKS_ABOVE', 'search_rule', 'search_groups', 'AuditResult', 'audit', 'check_holdout', 'remeasure',
-           'landmark_basis', 'landmark_coords', 'landmark_factors', 'landmark_search', 'landmark_G', 'landmark_losses',
-           'certify', 'BestResponseAudit', 'explicit_predictions', 'audit_best_response']
+__all__ = ['AUDIT_RADII', 'LANDMARKS_ABOVE', 'search_rule', 'group_values', 'search_groups', 'AuditResult', 'audit',
+           'check_holdout', 'remeasure', 'landmark_basis', 'landmark_coords', 'landmark_factors', 'landmark_search',
+           'landmark_G', 'landmark_losses', 'certify', 'BestResponseAudit', 'explicit_predictions',
+           'audit_best_response']
 
 # %% ../nbs/06_audit.ipynb #09ed6b0c
 _TILE_ATOMS = 2048
@@ -216,22 +217,41 @@ def search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits=(), on_st
             on_start(len(values), bestJ)
     return best, values
 
+# %% ../nbs/06_audit.ipynb #b8163a06
+def group_values(SP, SR,   # (N, r) search rows: coordinates of p(x) and of phi(y) - p(x)
+                 w,        # (N,) weights
+                 G,        # (N, K) memberships
+                 U,        # (A, r) a rule l' in whitened coordinates
+                 beta, R1,
+                ) -> np.ndarray:  # (K,) R1 sum_a ||G_a^g|| of each group
+    "Each group's value of the closed-form best loss for the rule U: R1 sum_a ||sum_i w_i g(x_i) k_ia T_i||."
+    K = quantal_response(SP @ U.T, beta)
+    Gw = G * w[:, None]
+    return R1 * sum(np.linalg.norm(Gw.T @ (K[:, a:a + 1] * SR), axis=1) for a in range(K.shape[1]))
+
 # %% ../nbs/06_audit.ipynb #129040ef
 def search_groups(SP, SR,        # (N, r) search rows: coordinates of p(x) and of phi(y) - p(x)
                   w,             # (N,) the search's weights (summing to 1)
                   G,             # (N, K) memberships of K groups, or None (no groups: one search over everyone)
                   beta, R1, A, n_starts, rng, max_iter,
                   inits=(),      # extra starts of every group's search
+                  top:int=None,  # None: a full search per group; k: rank the groups by their values under the
+                                 # search over everyone, refine the k best from that rule (and `inits`) alone
                  ) -> tuple:     # (group k or None, U, its starts' values, (K,) best value of each group or None)
-    "`search_rule` for each group (weights w g_k); the group whose best rule has the largest value."
+    "`search_rule` for each group (weights w g_k), or for the best-ranked ones; the group with the largest value."
     if G is None: return (None, *search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits), None)
-    best, per = None, np.zeros(G.shape[1])
-    for k in range(G.shape[1]):
+    if top is None: order, starts, extra = range(G.shape[1]), list(inits), n_starts
+    else:
+        U0, v0 = search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits)
+        screen = group_values(SP, SR, w, G, U0, beta, R1)
+        order, starts, extra = np.argsort(-screen, kind='stable')[:top], [U0, *inits], 0
+    best, per = None, (np.zeros(G.shape[1]) if top is None else screen)
+    for k in order:
         wk = w * G[:, k]
         if not wk.sum() > 0: continue                  # no member among the searched rows: value 0
-        U, values = search_rule(SP, SR, wk, beta, R1, A, n_starts, rng, max_iter, inits)
+        U, values = search_rule(SP, SR, wk, beta, R1, A, extra, rng, max_iter, starts)
         per[k] = max(values)
-        if best is None or per[k] > per[best[0]]: best = (k, U, values)
+        if best is None or per[k] > per[best[0]]: best = (int(k), U, values)
     if best is None: raise DeccalError('groups', "no group has a member with positive weight among the searched rows")
     return (*best, per)
 

@@ -66,6 +66,8 @@ class DimFreeDeCal(Estimator):
                  validation_fraction:float=0.2,   # share held out for early stopping when `fit` gets no `holdout`
                  n_iter_no_change:int=5,          # stop after this many rounds without a new lowest held-out loss
                  learning_rate:float=1.0,         # nu in (0, 1]: each patch is nu times Algorithm 1's (shrinkage)
+                 top_groups:int=2,                # fit with groups: the full search runs on this many groups,
+                                                  # ranked by the search over everyone (None: on every group)
                 ):
         "Store the parameters as given (scikit-learn's convention); `fit` checks them."
         self.kernel, self.n_actions, self.beta, self.R1, self.R2, self.eps = kernel, n_actions, beta, R1, R2, eps
@@ -73,7 +75,7 @@ class DimFreeDeCal(Estimator):
         self.n_starts, self.max_iter, self.exact_max, self.trace_tol = n_starts, max_iter, exact_max, trace_tol
         self.max_rank, self.search_max, self.verbose = max_rank, search_max, verbose
         self.early_stopping, self.validation_fraction = early_stopping, validation_fraction
-        self.n_iter_no_change, self.learning_rate = n_iter_no_change, learning_rate
+        self.n_iter_no_change, self.learning_rate, self.top_groups = n_iter_no_change, learning_rate, top_groups
 
     param_checks = dict(          # parameter -> check(value, name) returning the value the fit uses
         kernel=check_kernel_param,
@@ -94,6 +96,7 @@ class DimFreeDeCal(Estimator):
         validation_fraction=lambda v, nm: check_number(v, nm, 0.0, 1.0),
         n_iter_no_change=lambda v, nm: check_int(v, nm, 1),
         learning_rate=lambda v, nm: check_number(v, nm, 0.0, 1.0, hi_closed=True),
+        top_groups=optional(lambda v, nm: check_int(v, nm, 1)),
     )
 
     def round_bound(self, R2:float, params:dict) -> float:
@@ -244,7 +247,7 @@ def audit_round(self:DimFreeDeCal,
     A, beta, R1 = params['n_actions'], params['beta'], params['R1']
     S, T, ws, G = gather_search(rows, searched)
     k, U, search_values, per = search_groups(S, T, ws, G, beta, R1, A, params['n_starts'], rng, params['max_iter'],
-                                             inits)
+                                             inits, params['top_groups'])
     per_block = (rows.each('stats_at', U, beta, k, per=split_rows(searched, rows.sizes)) if split
                  else rows.each('stats', U, beta, None, k))   # each block reduced to (A, r), (A, A) and its weight
     W = sum(q[2] for q in per_block)

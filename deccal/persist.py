@@ -19,8 +19,8 @@ __all__ = ['FORMAT_VERSION', 'READS', 'CALIBRATORS', 'HISTORY_KEYS', 'STOP_REASO
            'load_calibrator']
 
 # %% ../nbs/09a_persist.ipynb #e17ba48c
-FORMAT_VERSION = 4   # 4: a checksum; 3: the kernel by its registry name and parameters, base_square_loss_
-READS = (2, 3, 4)    # the versions load_calibrator reads (2 and 3 have no checksum)
+FORMAT_VERSION = 5   # 5: each round's group; 4: a checksum; 3: the kernel by its registry name and parameters
+READS = (2, 3, 4, 5) # the versions load_calibrator reads (2 and 3 have no checksum)
 CALIBRATORS = {cls.__name__: cls for cls in (DimFreeDeCal, ZhaoDeCal)}   # the kinds of calibrator a file can hold
 HISTORY_KEYS = ('round', 'square_loss', 'audit_value', 'holdout_value', 'holdout_se', 'holdout_square_loss')
 STOP_REASONS = ('target', 'max_rounds', 'early_stopping', 'unknown')
@@ -75,6 +75,8 @@ def save(self:DimFreeDeCal,
                   params=np.array(repr(stored)),
                   Y=b.Y, K=b.K, Z=p0.Z, W=p0.W, V=p0.V, theta=p0.theta, gamma=p0.gamma,
                   C=stack('C'), D=stack('D'), KD=stack('KD'), eta=np.array([r['eta'] for r in self.rounds_], float),
+                  group=np.array([r.get('group', -1) for r in self.rounds_], np.int64),
+                  n_groups_=np.array(-1 if getattr(self, 'n_groups_', None) is None else self.n_groups_),
                   R2_=np.array(self.R2_), round_bound_=np.array(float(self.round_bound_)),
                   best_round_=np.array(self.best_round_), stop_reason_=np.array(self.stop_reason_),
                   captured_trace_=np.array(self.captured_trace_), rank_=np.array(self.rank_),
@@ -188,23 +190,32 @@ def _read_calibrator(f, version:int) -> DimFreeDeCal:
     stop = str(f['stop_reason_']) if 'stop_reason_' in f.files else 'unknown'
     if stop not in STOP_REASONS: raise _Corrupt(f"stop_reason_ = {stop!r}; expected one of {', '.join(STOP_REASONS)}")
     base = _scalar(f, 'base_square_loss_') if 'base_square_loss_' in f.files else np.nan
-    rounds = [dict(C=c, D=d, KD=kd, eta=float(e)) for c, d, kd, e in zip(CDK['C'], CDK['D'], CDK['KD'], eta)]
+    n_groups = int(_scalar(f, 'n_groups_')) if 'n_groups_' in f.files else -1
+    group = f['group'] if 'group' in f.files else np.full(T, -1)
+    if group.shape != (T,) or group.dtype.kind not in 'iu':
+        raise _Corrupt(f"group has shape {group.shape} and type {group.dtype}; {T} rounds need {T} integers")
+    fits = (T == 0 or 0 <= group.min() <= group.max() < n_groups) if n_groups > 0 else bool((group == -1).all())
+    if not fits:
+        raise _Corrupt(f"the rounds' groups {sorted(set(group.tolist()))[:5]} do not fit n_groups_ = {n_groups}")
+    rounds = [dict(C=c, D=d, KD=kd, eta=float(e), **({} if k < 0 else dict(group=int(k))))
+              for c, d, kd, e, k in zip(CDK['C'], CDK['D'], CDK['KD'], eta, group)]
     history = [{k: (None if np.isnan(v) else (int(v) if k == 'round' else float(v))) for k, v in zip(keys, row)
                 if not (k.startswith('holdout') and np.isnan(v))} for row in zip(*cols)]
     return obj.set_fitted_state(params, Basis(kernel, Y, P, K=K), rounds, history, best_round_=T, stop_reason_=stop,
                                 R2_=R2, round_bound_=int(rb) if np.isfinite(rb) else rb, captured_trace_=ct,
-                                rank_=int(rank), base_square_loss_=None if np.isnan(base) else base)
+                                rank_=int(rank), base_square_loss_=None if np.isnan(base) else base,
+                                n_groups_=n_groups if n_groups > 0 else None)
 
 # %% ../nbs/09a_persist.ipynb #20359faf
 def _verify_checksum(f, where:str):
-    "Refuse a version 4 file whose members no longer have the checksum `save` stored."
-    if 'checksum' not in f.files: raise DeccalError('path', f"{where} has format version 4 but no checksum")
+    "Refuse a file (version 4 and later) whose members no longer have the checksum `save` stored."
+    if 'checksum' not in f.files: raise DeccalError('path', f"{where} has format version 4 or later but no checksum")
     if str(f['checksum']) != calibrator_checksum({k: f[k] for k in f.files}):
         raise DeccalError('path', f"{where} does not match its checksum: its arrays were changed after deccal "
                           "saved it (or the file is damaged)")
 
 # %% ../nbs/09a_persist.ipynb #a61ceb0f
-def load_calibrator(path, # a file written by `save` (format version 2, 3 or 4)
+def load_calibrator(path, # a file written by `save` (format version 2 to 5)
                    ) -> DimFreeDeCal:
     "Load a calibrator saved with `.save(path)`, after checking its checksum and that its contents agree."
     if not isinstance(path, (str, os.PathLike)): raise DeccalTypeError('path', f"expected a file path, got {path!r}")
