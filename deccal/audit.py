@@ -12,7 +12,7 @@ from . import checks
 from statistics import NormalDist
 from .checks import (DeccalError, DeccalTypeError, check_array, check_bool, check_int, check_number,
                            check_positive, check_radius, check_rows, check_seed, check_choice, Progress)
-from .checks import one_blas_thread
+from .checks import one_blas_thread, check_groups
 from .kernels import Kernel
 from .losses import Loss
 from .embedding import Embedding
@@ -237,9 +237,11 @@ def search_groups(SP, SR,        # (N, r) search rows: coordinates of p(x) and o
                   inits=(),      # extra starts of every group's search
                   top:int=None,  # None: a full search per group; k: rank the groups by their values under the
                                  # search over everyone, refine the k best from that rule (and `inits`) alone
+                  on_start=None, # without groups: `search_rule`'s progress callback
                  ) -> tuple:     # (group k or None, U, its starts' values, (K,) best value of each group or None)
     "`search_rule` for each group (weights w g_k), or for the best-ranked ones; the group with the largest value."
-    if G is None: return (None, *search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits), None)
+    if G is None:
+        return (None, *search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits, on_start), None)
     if top is None: order, starts, extra = range(G.shape[1]), list(inits), n_starts
     else:
         U0, v0 = search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits)
@@ -414,7 +416,8 @@ AUDIT_RADII = (1e-250, 1e250)   # the radii R1 the auditor accepts: its search n
 
 # %% ../nbs/06_audit.ipynb #81090ea3
 def _audit_options(n_actions, beta, R1, seed, holdout, n_starts, max_iter, exact_max, method, landmark_rows,
-                   search_max, trace_tol, max_rank, delta, R2, weights, inits, verbose) -> dict:
+                   search_max, trace_tol, max_rank, delta, R2, weights, inits, verbose, groups=None,
+                   top_groups=None) -> dict:
     "`audit`'s options, checked (each error names its option): what the in-memory path and a backend's handler use."
     A = check_int(n_actions, 'n_actions', 1)
     beta, R1 = check_positive(beta, 'beta'), check_radius(R1, 'R1', *AUDIT_RADII)
@@ -431,10 +434,11 @@ def _audit_options(n_actions, beta, R1, seed, holdout, n_starts, max_iter, exact
     verbose = check_bool(verbose, 'verbose')
     method = check_choice(method, 'method', ('auto', 'exact', 'randomized', 'landmarks'))
     landmark_rows, search_max = check_int(landmark_rows, 'landmark_rows', 1), check_int(search_max, 'search_max', 1)
+    if top_groups is not None: top_groups = check_int(top_groups, 'top_groups', 1)
     return dict(A=A, beta=beta, R1=R1, seed=seed, holdout=holdout, n_starts=n_starts, max_iter=max_iter,
                 exact_max=exact_max, method=method, landmark_rows=landmark_rows, search_max=search_max,
                 trace_tol=trace_tol, max_rank=max_rank, delta=delta, R2=R2, weights=weights, inits=inits,
-                verbose=verbose)
+                verbose=verbose, groups=groups, top_groups=top_groups)
 
 # %% ../nbs/06_audit.ipynb #77c049ae
 def _audit_in_memory(pred:Embedding,  # predictions p(x_i) on the audit sample
@@ -451,7 +455,13 @@ def _audit_in_memory(pred:Embedding,  # predictions p(x_i) on the audit sample
     pred.check_kernel(kernel)
     n = pred.n
     w = _check_signed_weights(opts['weights'], n)
+    G, Gh = None if opts['groups'] is None else check_groups(opts['groups'], n, 'pred'), None
+    if holdout is not None and G is not None:
+        if not isinstance(holdout, tuple) or len(holdout) != 3:
+            raise DeccalError('holdout', "with groups, give (pred_holdout, Y_holdout, groups_holdout)")
+        holdout, Gh = holdout[:2], holdout[2]
     if holdout is not None: holdout = check_holdout(holdout, kernel, pred.dim)   # bad held-out data fails first
+    if Gh is not None: Gh = check_groups(Gh, holdout[0].n, 'holdout', G.shape[1], 'holdout groups')
     rng = np.random.default_rng(opts['seed'])
     if method == 'auto': method = 'exact' if n <= exact_max else 'randomized' if n <= LANDMARKS_ABOVE else 'landmarks'
     if method != 'landmarks': exact_max = n if method == 'exact' else 0 if method == 'randomized' else exact_max
@@ -481,19 +491,26 @@ def _audit_in_memory(pred:Embedding,  # predictions p(x_i) on the audit sample
     def on_start(k, J):
         state['starts'] = k
         pb.update(grams.passes + k, f'start {k} of {starts} done, best value {J:.4g}')
+    Gs, top, k = None if G is None else G[rows], opts['top_groups'], None
     if method == 'landmarks':                          # the rule acts through S_P only: search its leading directions
-        U, values, info['rank_P'], info['captured_P'] = landmark_search(
-            SP[rows], SR[rows], ws, beta, R1, A, n_starts, rng, max_iter, inits, trace_tol, max_rank, on_start)
-        value, Gn, loss, rule = landmark_losses(kernel, basis, to_u, landmark_G(SP, SR, w, U, beta), U, R1)
+        U, values, info['rank_P'], info['captured_P'], *kp = landmark_search(
+            SP[rows], SR[rows], ws, beta, R1, A, n_starts, rng, max_iter, inits, trace_tol, max_rank, on_start, Gs, top)
+        if kp: k, info['group_values'] = kp
+        wk = w if k is None else w * G[:, k]           # the witness within the group (its share of the gap)
+        value, Gn, loss, rule = landmark_losses(kernel, basis, to_u, landmark_G(SP, SR, wk, U, beta), U, R1)
     else:
-        U, values = search_rule(SP[rows], SR[rows], ws, beta, R1, A, n_starts, rng, max_iter, inits,
-                                on_start=on_start)
+        k, U, values, per = search_groups(SP[rows], SR[rows], ws, Gs, beta, R1, A, n_starts, rng, max_iter, inits,
+                                          top, on_start)
+        if per is not None: info['group_values'] = per
+        wk = w if k is None else w * G[:, k]
         C = SP @ (U.T / np.maximum(lamP, 1e-300)[:, None])   # coefficients over the predictions: P C = S_P U^T
-        value, Gn, loss, rule = _witnesses(kernel, pred, Y, w, C, beta, R1, grams)
+        value, Gn, loss, rule = _witnesses(kernel, pred, Y, wk, C, beta, R1, grams)
+    info['group'] = k
     info.update(start_values=values, search_value=max(values), seconds=time.perf_counter() - t0,
                 passes=grams.passes)
     res = AuditResult(value, loss, rule, Gn, beta, R1, n, info)
-    if holdout is not None: remeasure(res, holdout, kernel, Y, pred, opts['delta'], R2, R2_given=R2 is not None)
+    if holdout is not None: remeasure(res, holdout, kernel, Y, pred, opts['delta'], R2, R2_given=R2 is not None,
+                                      member=None if k is None else Gh[:, k])
     res.info['seconds'] = time.perf_counter() - t0
     pb.close(f'value {value:.4g}' + (f', held out {res.holdout_value:.4g}' if holdout is not None else ''))
     return res
@@ -525,15 +542,23 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
           weights=None,          # (n,) sample weights (default 1/n); signed weights audit a difference of samples
           inits=(),              # extra starts: arrays U (n_actions, rank_P) in whitened coordinates
           verbose:bool=False,    # show a progress bar on stderr (each pass over the Gram matrices, then each start)
+          groups=None,           # (n, K) memberships g_k(x) in [0, 1]: audit every group (the error within the
+                                 # group times its share) and witness the worst (group, pair); then `holdout` is
+                                 # (pred_holdout, Y_holdout, groups_holdout)
+          top_groups:int=None,   # with groups: None searches every group; k refines the k groups ranked best
+                                 # by the search over everyone
          ) -> AuditResult:
-    "ERM auditor: maximize the empirical decision calibration error over (l, l') in the RKHS ball of radius R1."
+    """ERM auditor: maximize the empirical decision calibration error over (l, l') in the RKHS ball of radius R1 (with
+    groups: over (group, l, l'); `info['group']` is the witnessed group, `info['group_values']` every group's)."""
     t0 = time.perf_counter()
     elsewhere = backend_for('audit', pred, Y)          # data held elsewhere (deccal.dask): that backend's handler
     if elsewhere is None: _check_pred_kernel(pred, kernel)
     elif not isinstance(kernel, Kernel): raise DeccalTypeError('kernel', f"expected a deccal kernel, got {kernel!r}")
     opts = _audit_options(n_actions, beta, R1, seed, holdout, n_starts, max_iter, exact_max, method, landmark_rows,
-                          search_max, trace_tol, max_rank, delta, R2, weights, inits, verbose)
-    if elsewhere is not None: return elsewhere(pred, Y, kernel, opts, t0)   # e.g. Dask: each block reduced there
+                          search_max, trace_tol, max_rank, delta, R2, weights, inits, verbose, groups, top_groups)
+    if elsewhere is not None:
+        if groups is not None: raise DeccalError('groups', "data held elsewhere (Dask) is audited without groups")
+        return elsewhere(pred, Y, kernel, opts, t0)   # e.g. Dask: each block reduced there
     return _audit_in_memory(pred, Y, kernel, opts, t0)
 
 # %% ../nbs/06_audit.ipynb #503f355f
@@ -561,10 +586,12 @@ def remeasure(res:AuditResult,    # an audit's result; the held-out numbers are 
               delta:float,        # 1 - level of each bound
               R2:float,           # bound on ||phi(y)|| and ||p(x)||, or None: the largest on both samples
               R2_given:bool=False,# is R2 a known bound given by the user (True), or estimated from data (False)?
+              member=None,        # (m,) the held-out rows' membership of the witnessed group, or None (everyone)
              ):
     "Re-measure the witnessed pair on held-out data: two-sided intervals, one-sided bounds, and how R2 was obtained."
     ph, Yh = holdout
     g = gap_function(ph, Yh, res.loss, res.rule_loss, res.beta)
+    if member is not None: g = g * member               # the group's share of the gap, as the audit measured it
     m, A = len(g), len(res.G_norms)
     res.info['R2_given'] = bool(R2_given) and R2 is not None
     if R2 is None:
@@ -631,19 +658,19 @@ def landmark_factors(
 
 # %% ../nbs/06_audit.ipynb #7474787a
 def landmark_search(
-    SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits, trace_tol, max_rank, on_start=None
+    SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits, trace_tol, max_rank, on_start=None, G=None, top=None
 ) -> tuple:
     """The search on the rows given (S_P, S_R, weights w), in the leading directions of S_P (the rule acts through
     S_P only): returns U (A, r) in the landmarks' coordinates, the start values, and the search's rank of P with its
-    captured trace."""
+    captured trace; with group memberships G (N, K), `search_groups` (then also the group and every group's value)."""
     lam, Wr = scipy.linalg.eigh(SP.T @ SP)
     k, captured = rank_by_trace(lam[::-1], lam.sum(), trace_tol, max_rank)
     Wk = Wr[:, ::-1][:, :k]
     for U in inits:
         if U.shape != (A, k):
             raise DeccalError('inits', f"each start must have shape {(A, k)} (n_actions, rank_P), got {U.shape}")
-    U, values = search_rule(SP @ Wk, SR, w, beta, R1, A, n_starts, rng, max_iter, inits, on_start=on_start)
-    return U @ Wk.T, values, k, captured
+    g, U, values, per = search_groups(SP @ Wk, SR, w, G, beta, R1, A, n_starts, rng, max_iter, inits, top, on_start)
+    return (U @ Wk.T, values, k, captured) if G is None else (U @ Wk.T, values, k, captured, g, per)
 
 # %% ../nbs/06_audit.ipynb #94e95067
 def landmark_G(SP, SR, w, U, beta):
