@@ -8,7 +8,7 @@ import inspect, warnings
 from numbers import Integral, Real
 from typing import Callable, NamedTuple
 import numpy as np
-import scipy.stats
+import scipy.sparse, scipy.stats
 try: import sklearn, sklearn.exceptions
 except ImportError: raise ImportError('deccal.estimators needs scikit-learn: pip install "deccal[sklearn]"') from None
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone, _fit_context
@@ -32,13 +32,14 @@ from .audit import explicit_predictions
 from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
 from .crossfit import CrossFitDeCal
-from .metrics import cost_stack
+from .metrics import cost_stack, segment_gaps
+from .groups import Groups
 
 # %% auto #0
 __all__ = ['SEARCH', 'PROBA_FLOORS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS', 'calibrator_for',
-           'check_frozen_fitted', 'DecisionCalibratedClassifier', 'project_simplex_floor',
-           'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf', 'in_kernel_domain',
-           'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work']
+           'check_frozen_fitted', 'DecisionCalibratedClassifier', 'project_simplex_floor', 'segment_family',
+           'segment_settings', 'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf',
+           'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -105,11 +106,13 @@ class _DecisionCalibratedBase(BaseEstimator):
         'validation_fraction': [Interval(Real, 0, 1, closed='neither')],
         'n_iter_no_change': [Interval(Integral, 1, None, closed='left')],
         'n_folds': [Interval(Integral, 2, None, closed='left'), None],
-        'learning_rate': [Interval(Real, 0, 1, closed='right')],
+        'learning_rate': [Interval(Real, 0, 1, closed='right'), None],
         'ensemble': ['boolean'],
         'min_gain_se': [Interval(Real, 0, None, closed='left')],
         'random_state': ['random_state'],
         'verbose': ['verbose'],
+        'segments': [StrOptions({'auto'}), list, tuple, HasMethods(['membership']), None],
+        'max_segments': [Interval(Integral, 1, None, closed='left')],
     }
     _default_estimator = None            # a subclass: the base model's class for estimator=None
     _y_options: dict = {}                # a subclass: validate_data's options for y
@@ -129,14 +132,21 @@ class _DecisionCalibratedBase(BaseEstimator):
         n_iter_no_change:int=5,          # stop after this many rounds without a new lowest held-out square loss
         # folds of the cross-fitting that decides how many rounds to keep (None: one validation split)
         n_folds:int=5,
-        learning_rate:float=0.5,         # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1])
+        # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1]); None: 1 with segments, else 0.5
+        learning_rate:float=None,
         ensemble:bool=True,              # average the fold calibrators (True) or refit one on every row (False)
         # keep rounds only if their cross-fitted square-loss gain exceeds this many standard errors
         min_gain_se:float=2.0,
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
+        # segments of the population audited and patched one by one: 'auto' (found from X's columns: levels of
+        # categorical ones, quantile bins of numeric ones), a list of column names (or positions), a fitted
+        # deccal.groups.Groups, or None (no segments)
+        segments='auto',
+        max_segments:int=32,             # 'auto' or named columns: keep at most this many segments (the largest)
     ):
         "Store the common parameters as given (scikit-learn's convention); `fit` checks them."
+        self.segments, self.max_segments = segments, max_segments
         self.estimator, self.n_actions, self.beta, self.R1, self.eps = estimator, n_actions, beta, R1, eps
         self.method, self.cv, self.max_rounds, self.early_stopping = method, cv, max_rounds, early_stopping
         self.validation_fraction, self.n_iter_no_change = validation_fraction, n_iter_no_change
@@ -170,12 +180,15 @@ class _DecisionCalibratedBase(BaseEstimator):
         Xv, y = validate_data(self, X, y, accept_sparse=['csr', 'csc'], dtype=None, ensure_all_finite=False,
                               **self._y_options)
         Xb = X if hasattr(X, 'iloc') else Xv          # a DataFrame goes to the base estimator as it is (column names)
+        family = segment_family(self.segments, Xb, self.max_segments)   # the segments (None: no segments)
+        G = None if family is None else family.membership(Xb)
         t = self._target(est, y)                      # the outcomes, the kernel and the default rules of the subclass
         seed = _seed(self.random_state)
-        cal = calibrator_for(self.method, t.kernel, n_actions=t.n_actions, beta=t.beta, R1=t.R1, eps=t.eps,
+        eps, lr = segment_settings(t.eps, self.learning_rate, G)
+        cal = calibrator_for(self.method, t.kernel, n_actions=t.n_actions, beta=t.beta, R1=t.R1, eps=eps,
                           max_rounds=self.max_rounds, seed=seed, verbose=bool(self.verbose),
                           early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
-                          n_iter_no_change=self.n_iter_no_change, learning_rate=self.learning_rate)
+                          n_iter_no_change=self.n_iter_no_change, learning_rate=lr)
         cal.checked_params()                          # every option checked before the base estimator's fits
         if sample_weight is not None:                 # np.asarray: array-likes that only convert (sklearn checks)
             sample_weight = check_sample_weight(np.asarray(sample_weight), Xv.shape[0], 'X')
@@ -188,12 +201,16 @@ class _DecisionCalibratedBase(BaseEstimator):
         self.n_actions_, self.R1_, self.beta_, self.eps_ = t.n_actions, t.R1, t.beta, t.eps
         Z = self._fit_first_stage(Z, t.Y, sample_weight, seed)   # the start of the rounds (a first stage)
         start = self._embed(Z)
-        if self.n_folds is None: self.calibrator_ = cal.fit(start, t.Y, sample_weight=sample_weight)
+        if self.n_folds is None: self.calibrator_ = cal.fit(start, t.Y, sample_weight=sample_weight, groups=G)
         else:                                         # rounds kept only on cross-fitted evidence
             cf = CrossFitDeCal(cal, n_folds=self.n_folds, min_gain_se=self.min_gain_se, ensemble=self.ensemble,
                                seed=seed)
-            self.calibrator_ = cf.fit(start, t.Y, sample_weight=sample_weight, folds=self._folds(t.Y, seed))
-        self._fit_output(start, t.Y, sample_weight)
+            self.calibrator_ = cf.fit(start, t.Y, sample_weight=sample_weight, folds=self._folds(t.Y, seed),
+                                      groups=G)
+        self.segment_groups_ = family
+        self.segment_names_ = None if family is None else list(family.names)
+        self._fit_output(start, t.Y, sample_weight, G)
+        self.segments_ = None if G is None else self._segment_report(start, t.Y, sample_weight, G)
         return self
 
     def _fit_first_stage(self, Z, Y, sample_weight, seed:int):
@@ -204,7 +221,7 @@ class _DecisionCalibratedBase(BaseEstimator):
         "The folds of the cross-fitting (None: random folds; a subclass may stratify)."
         return None
 
-    def _fit_output(self, start, Y, sample_weight):
+    def _fit_output(self, start, Y, sample_weight, groups=None):
         "After the calibrator: what the subclass's predictions need (the classifier's probability floor)."
 
 # %% ../nbs/85_estimators.ipynb #d733b42b
@@ -243,18 +260,23 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         n_iter_no_change:int=5,          # stop after this many rounds without a new lowest held-out square loss
         # folds of the cross-fitting that decides how many rounds to keep (None: one validation split)
         n_folds:int=5,
-        learning_rate:float=0.5,         # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1])
+        # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1]); None: 1 with segments, else 0.5
+        learning_rate:float=None,
         ensemble:bool=True,              # average the fold calibrators (True) or refit one on every row (False)
         # keep rounds only if their cross-fitted square-loss gain exceeds this many standard errors
         min_gain_se:float=2.0,
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
+        # segments audited and patched one by one: 'auto' (from X's columns), column names, a Groups, or None
+        segments='auto',
+        max_segments:int=32,             # keep at most this many segments (the largest)
     ):
         "Store the parameters as given (scikit-learn's convention); `fit` checks them."
         super().__init__(estimator, n_actions=n_actions, beta=beta, R1=R1, eps=eps, method=method, cv=cv,
                          max_rounds=max_rounds, early_stopping=early_stopping, validation_fraction=validation_fraction,
                          n_iter_no_change=n_iter_no_change, n_folds=n_folds, learning_rate=learning_rate,
-                         ensemble=ensemble, min_gain_se=min_gain_se, random_state=random_state, verbose=verbose)
+                         ensemble=ensemble, min_gain_se=min_gain_se, random_state=random_state, verbose=verbose,
+                         segments=segments, max_segments=max_segments)
         self.costs, self.first_stage = costs, first_stage
 
 # %% ../nbs/85_estimators.ipynb #e821a017
@@ -353,6 +375,46 @@ def _check_X(est, X):
     Xv = validate_data(est, X, reset=False, accept_sparse=['csr', 'csc'], dtype=None, ensure_all_finite=False)
     return X if hasattr(X, 'iloc') else Xv
 
+# %% ../nbs/85_estimators.ipynb #c47a5197
+def segment_family(segments,          # the `segments` parameter: 'auto', column names or positions, a Groups, None
+                   X,                 # the features as fitted (a DataFrame keeps its column names)
+                   max_segments:int,  # the largest number of segments kept
+                  ) -> Groups:        # the family of segments, or None when there is none beyond everyone
+    "The segments an estimator audits: found from X's columns ('auto' or the named ones), or given as a Groups."
+    if segments is None: return None
+    if isinstance(segments, Groups): family = segments
+    elif scipy.sparse.issparse(X):
+        if segments == 'auto': return None                # a sparse X (text, one-hot): no segments found
+        raise DeccalError('segments', "segments from named columns need a dense X or a DataFrame, not a sparse matrix")
+    else:
+        family = Groups.from_features(X, columns=None if segments == 'auto' else list(segments),
+                                      max_groups=max_segments + 1)
+    return family if len(family) > 1 else None
+
+# %% ../nbs/85_estimators.ipynb #b6a68d67
+def segment_settings(eps:float,           # the target decision calibration error within a segment
+                     learning_rate,       # the `learning_rate` parameter (None: the default)
+                     groups,              # (n, K) segment memberships, or None
+                    ) -> tuple:           # (the calibrator's eps, its learning rate)
+    """With segments, a round's value is a segment's gap times its share: the calibrator's target is `eps` times the
+    smallest segment's share (so every segment is held to `eps` within it), and the default learning rate is 1 (the
+    line search's whole step within the segment; measured better than 0.5 in the segments tutorial). Without
+    segments: `eps` and 0.5."""
+    if groups is None: return eps, 0.5 if learning_rate is None else learning_rate
+    share = float(groups.mean(0).min())
+    return eps * max(share, 1e-3), 1.0 if learning_rate is None else learning_rate
+
+# %% ../nbs/85_estimators.ipynb #514345de
+@patch
+def segments_membership(self:_DecisionCalibratedBase,
+                        X, # (n, n_features) features
+                       ) -> np.ndarray: # (n, K) memberships of the fitted segments (column 0 everyone), or None
+    "Each row's membership of the segments the estimator audited (`segment_names_`), None without segments."
+    _check_fitted(self)
+    family = getattr(self, 'segment_groups_', None)
+    if family is None: return None
+    return family.membership(X if hasattr(X, 'iloc') else _check_X(self, X))
+
 # %% ../nbs/85_estimators.ipynb #336b2256
 @patch
 def start_probabilities(self:DecisionCalibratedClassifier,
@@ -372,11 +434,13 @@ def _n_atoms(cal) -> int:
 @patch
 def vectors_from(self:DecisionCalibratedClassifier,
                  P1, # (n, C) start probabilities (`start_probabilities`)
+                 groups=None, # (n, K) the rows' segment memberships (`segments_membership`), if fitted with segments
                 ) -> np.ndarray: # (n, C) the calibrated vectors
     "The calibrator applied to start probabilities, in row blocks (the embedding of a block holds every round's atoms)."
     V = np.empty_like(P1)
     for i0, i1 in row_blocks(len(P1), 8.0 * (P1.shape[1] + 4 * _n_atoms(self.calibrator_))):
-        V[i0:i1] = explicit_predictions(self.calibrator_.transform(self._embed(P1[i0:i1])), Linear())
+        g = None if groups is None else groups[i0:i1]
+        V[i0:i1] = explicit_predictions(self.calibrator_.transform(self._embed(P1[i0:i1]), g), Linear())
     return V
 
 # %% ../nbs/85_estimators.ipynb #4f8822b1
@@ -385,7 +449,7 @@ def calibrated_vectors(self:DecisionCalibratedClassifier,
                        X, # (n, n_features) features
                       ) -> np.ndarray: # (n, C) in R^C: entries may leave [0, 1], rows may not sum to 1
     "The calibrated predictions (after `first_stage_`, if any) as vectors of R^C, in the order of `classes_`."
-    return self.vectors_from(self.start_probabilities(X))
+    return self.vectors_from(self.start_probabilities(X), self.segments_membership(X))
 
 # %% ../nbs/85_estimators.ipynb #ac213d78
 @patch
@@ -403,17 +467,35 @@ PROBA_FLOORS = (0.001, 0.003, 0.01, 0.03, 0.1)   # the floors `fit` chooses amon
 
 # %% ../nbs/85_estimators.ipynb #23b83a71
 @patch
-def _fit_output(self:DecisionCalibratedClassifier, start:Embedding, Y, sample_weight):
+def _fit_output(self:DecisionCalibratedClassifier, start:Embedding, Y, sample_weight, groups=None):
     """`proba_floor_`: the floor of PROBA_FLOORS with the lowest log loss of the out-of-fold calibrated vectors
     (each row by the fold calibrator that never saw it; the start itself when no round is kept); the smallest floor
     without cross-fitting."""
     cal = self.calibrator_
     self.proba_floor_ = PROBA_FLOORS[0]
     if not isinstance(cal, CrossFitDeCal): return
-    V = explicit_predictions(cal.out_of_fold(start) if cal.best_round_ else start, Linear())
+    V = explicit_predictions(cal.out_of_fold(start, groups) if cal.best_round_ else start, Linear())
     S, y = np.full_like(V, 1.0 / V.shape[1]), Y.argmax(1)
     ll = [np.average(log_loss_rows(project_simplex_floor(V, S, a), y), weights=sample_weight) for a in PROBA_FLOORS]
     self.proba_floor_ = PROBA_FLOORS[int(np.argmin(ll))]
+
+# %% ../nbs/85_estimators.ipynb #13cedce0
+@patch
+def _segment_report(self:DecisionCalibratedClassifier, start:Embedding, Y, sample_weight, groups) -> dict:
+    """`segments_`: each segment's name, rows, share, and decision calibration gap (`metrics.segment_gaps`, random
+    cost matrices) with its standard error, before (the start) and after: the out-of-fold probabilities (each row
+    calibrated by the fold calibrators that never saw it; in-sample without cross-fitting)."""
+    cal, y, C = self.calibrator_, Y.argmax(1), Y.shape[1]
+    if isinstance(cal, CrossFitDeCal): V = cal.out_of_fold(start, groups) if cal.best_round_ else start
+    else: V = cal.transform(start, groups)
+    V = explicit_predictions(V, Linear())
+    after = project_simplex_floor(V, np.full_like(V, 1.0 / C), self.proba_floor_)
+    kw = dict(names=self.segment_names_, labels=np.arange(C), sample_weight=sample_weight, costs=self.costs)
+    b = segment_gaps(y, explicit_predictions(start, Linear()), groups, **kw)
+    a = segment_gaps(y, after, groups, **kw)
+    return dict(name=list(b['name']), n=np.asarray(b['n']), share=np.asarray(b['share']),
+                gap_before=np.asarray(b['gap']), se_before=np.asarray(b['se']),
+                gap_after=np.asarray(a['gap']), se_after=np.asarray(a['se']))
 
 # %% ../nbs/85_estimators.ipynb #7fea59bc
 @patch
@@ -504,18 +586,23 @@ class DecisionCalibratedRegressor(RegressorMixin, _DecisionCalibratedBase):
         n_iter_no_change:int=5,          # stop after this many rounds without a new lowest held-out square loss
         # folds of the cross-fitting that decides how many rounds to keep (None: one validation split)
         n_folds:int=5,
-        learning_rate:float=0.5,         # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1])
+        # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1]); None: 1 with segments, else 0.5
+        learning_rate:float=None,
         ensemble:bool=True,              # average the fold calibrators (True) or refit one on every row (False)
         # keep rounds only if their cross-fitted square-loss gain exceeds this many standard errors
         min_gain_se:float=2.0,
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
+        # segments audited and patched one by one: 'auto' (from X's columns), column names, a Groups, or None
+        segments='auto',
+        max_segments:int=32,             # keep at most this many segments (the largest)
     ):
         "Store the parameters as given (scikit-learn's convention); `fit` checks them."
         super().__init__(estimator, n_actions=n_actions, beta=beta, R1=R1, eps=eps, method=method, cv=cv,
                          max_rounds=max_rounds, early_stopping=early_stopping, validation_fraction=validation_fraction,
                          n_iter_no_change=n_iter_no_change, n_folds=n_folds, learning_rate=learning_rate,
-                         ensemble=ensemble, min_gain_se=min_gain_se, random_state=random_state, verbose=verbose)
+                         ensemble=ensemble, min_gain_se=min_gain_se, random_state=random_state, verbose=verbose,
+                         segments=segments, max_segments=max_segments)
         self.losses, self.kernel, self.n_samples = losses, kernel, n_samples
 
     def __sklearn_tags__(self):
@@ -744,6 +831,22 @@ def start_atoms(self:DecisionCalibratedRegressor,
     res = getattr(self, 'residuals_', None)
     return Z if res is None else with_residuals(Z, res, self.kernel_)
 
+# %% ../nbs/85_estimators.ipynb #b3160312
+@patch
+def _segment_report(self:DecisionCalibratedRegressor, start:Embedding, Y, sample_weight, groups) -> dict:
+    """`segments_`: each segment's name, rows, share, and mean square loss ||p(x) - phi(y)||^2 in the RKHS (what the
+    rounds lower) before (the start) and after, out of fold (each row by the fold calibrators that never saw it;
+    in-sample without cross-fitting); weighted by `sample_weight`."""
+    cal, kern = self.calibrator_, self.kernel_
+    if isinstance(cal, CrossFitDeCal): after = cal.out_of_fold(start, groups) if cal.best_round_ else start
+    else: after = cal.transform(start, groups)
+    sq = lambda P: P.sq_norms(kern) - 2 * P.evaluate_paired(kern, Y) + kern.diag(Y)
+    w = np.ones(len(Y)) if sample_weight is None else np.asarray(sample_weight, float)
+    M = groups * w[:, None]
+    tot = np.maximum(M.sum(0), 1e-300)
+    return dict(name=list(self.segment_names_), n=(groups > 0).sum(0), share=M.sum(0) / w.sum(),
+                loss_before=(M.T @ sq(start)) / tot, loss_after=(M.T @ sq(after)) / tot)
+
 # %% ../nbs/85_estimators.ipynb #bfec46a5
 @patch
 def calibrated_embedding(self:DecisionCalibratedRegressor,
@@ -751,7 +854,7 @@ def calibrated_embedding(self:DecisionCalibratedRegressor,
                         ) -> Embedding: # the calibrated predictions p(x) in the RKHS of `kernel_`
     "The calibrated predictions as a deccal `Embedding` (loss estimates, audits, reliability diagrams take it)."
     _check_fitted(self)
-    return self.calibrator_.transform(self._embed(self.start_atoms(X)))
+    return self.calibrator_.transform(self._embed(self.start_atoms(X)), self.segments_membership(X))
 
 # %% ../nbs/85_estimators.ipynb #07833d10
 @patch
@@ -786,10 +889,11 @@ def atom_weights(self:DecisionCalibratedRegressor,
                  X, # (n, n_features) features
                 ) -> tuple: # ((n, B, d) atoms, (n, B) weights >= 0 summing to 1)
     "The calibrated predictions projected onto the distributions over each row's start atoms, in row blocks."
-    Z = self.start_atoms(X)
+    Z, G = self.start_atoms(X), self.segments_membership(X)
     W = np.empty(Z.shape[:2])
     for i0, i1 in row_blocks(len(Z), 8.0 * (Z.shape[1] ** 2 + 4 * _n_atoms(self.calibrator_))):
-        W[i0:i1] = project_onto_atoms(self.calibrator_.transform(self._embed(Z[i0:i1])), self.kernel_,
+        W[i0:i1] = project_onto_atoms(self.calibrator_.transform(self._embed(Z[i0:i1]), None if G is None else
+                                                                 G[i0:i1]), self.kernel_,
                                       distance=False)[0]
     return Z, W
 
