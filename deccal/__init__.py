@@ -13,6 +13,7 @@ from .kernels import (Kernel, Linear, Polynomial, RBF, Laplacian, MinKernel, Exp
                             make_kernel, kernel_spec)
 from .losses import Loss, linear_loss, piecewise_linear_loss, cobb_douglas_loss, fit_loss, piecewise_linear
 from .embedding import Embedding
+from .groups import Groups, tree_groups
 from .decisions import (quantal_response, best_response, decision_rule, gap_function,
                               decision_calibration_error, expected_loss, no_type_regret)
 from .audit import audit, certify, AuditResult, audit_best_response, BestResponseAudit, explicit_predictions
@@ -26,6 +27,6 @@ from .lower_bound import (binary_decce, HalfspaceDecCE, halfspace_splits, halfsp
                                 tester_advantage_exact, repeats_distribution, collision_probability, simulate_tester)
 
 import sys as _sys
-__all__ = sorted({name for m in ('checks', 'kernels', 'losses', 'embedding', 'decisions', 'audit', 'dimfree', 'zhao',
-                                  'persist', 'plots', 'lower_bound')
+__all__ = sorted({name for m in ('checks', 'kernels', 'losses', 'embedding', 'groups', 'decisions', 'audit', 'dimfree',
+                                  'zhao', 'persist', 'plots', 'lower_bound')
                   for name in _sys.modules[f'deccal.{m}'].__all__} & set(globals()))

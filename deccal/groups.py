@@ -6,13 +6,14 @@
 from __future__ import annotations
 import numbers
 import numpy as np
-from .checks import DeccalError, DeccalTypeError, check_array, check_int, check_number, check_sample_weight, patch
+from .checks import (DeccalError, DeccalTypeError, MEMORY_BUDGET, check_array, check_int, check_number,
+                           check_sample_weight, patch)
 
 # %% auto #0
 __all__ = ['OPS', 'is_missing', 'missing_mask', 'FeatureTable', 'column_kind', 'as_level', 'encode_levels', 'format_value',
            'condition_name', 'group_name', 'check_condition', 'prepare_column', 'condition_mask', 'Groups',
            'weighted_quantile', 'select_columns', 'column_conditions', 'distinct_groups', 'largest_groups',
-           'split_candidates', 'best_split', 'simplify_path', 'tree_groups']
+           'split_candidates', 'split_sums', 'best_split', 'simplify_path', 'tree_groups']
 
 # %% ../nbs/05d_groups.ipynb #c0000005
 def is_missing(v) -> bool:
@@ -428,7 +429,9 @@ def from_features(cls:Groups,
     for _ in range(depth - 1):
         if not level or not base: break
         B = np.stack([m for _, _, m in base], 1).astype(np.float64)
-        S = (np.stack([m for _, _, m in level], 1) * w[:, None]).T @ B   # S[i, b]: share of level i & base b
+        step = max(1, int(MEMORY_BUDGET // (8 * table.n)))            # S[i, b]: the share of level i & base b
+        S = np.concatenate([(np.stack([m for _, _, m in level[i:i + step]], 1) * w[:, None]).T @ B
+                            for i in range(0, len(level), step)])
         level = [(conds + (cond,), jb, m & mb) for i, (conds, j, m) in enumerate(level)
                  for b, (jb, cond, mb) in enumerate(base) if jb > j and S[i, b] >= floor]
         groups += level
@@ -460,6 +463,30 @@ def split_candidates(column:str,       # the column's name
     return col, [((column, '<=', t), (column, '>', t)) for t in ts]
 
 # %% ../nbs/05d_groups.ipynb #c0000056
+def split_sums(col,              # a prepared column (split_candidates)
+               splits:list,      # its splits (split_candidates)
+               node:np.ndarray,  # (n,) bool, the node's rows
+               w:np.ndarray,     # (n,) the weights
+               wr:np.ndarray,    # (n,) the weights times the residual
+              ) -> tuple:        # (WL, SL, WR, SR), each (len(splits),)
+    "The weight and weighted residual sum of the left and right side of every split of one column on a node."
+    if isinstance(col, tuple):                           # a category: level k against the other levels present
+        codes = col[0][node]; ok = codes >= 0
+        WL = np.bincount(codes[ok], w[node][ok], len(col[1]))
+        SL = np.bincount(codes[ok], wr[node][ok], len(col[1]))
+        return WL, SL, WL.sum() - WL, SL.sum() - SL
+    x, wn, sn = col[node], w[node], wr[node]
+    if splits[0][0][1] == 'true':                        # a boolean: true against false
+        t, f = x == 1, x == 0
+        return np.array([wn[t].sum()]), np.array([sn[t].sum()]), np.array([wn[f].sum()]), np.array([sn[f].sum()])
+    ok = ~np.isnan(x)
+    ts = np.array([lc[2] for lc, _ in splits])
+    b = np.searchsorted(ts, x[ok], side='left')          # x <= ts[k] exactly for k >= b
+    WL = np.cumsum(np.bincount(b, wn[ok], len(ts) + 1))[:len(ts)]
+    SL = np.cumsum(np.bincount(b, sn[ok], len(ts) + 1))[:len(ts)]
+    return WL, SL, wn[ok].sum() - WL, sn[ok].sum() - SL
+
+# %% ../nbs/05d_groups.ipynb #c0000058
 def best_split(cols:list,        # [(prepared column, splits)] from split_candidates
                node:np.ndarray,  # (n,) bool, the node's rows
                r:np.ndarray,     # (n,) the residual
@@ -471,21 +498,22 @@ def best_split(cols:list,        # [(prepared column, splits)] from split_candid
     W, S = w[node].sum(), wr[node].sum()
     tol = 1e-12 * (w[node] @ r[node] ** 2)               # a gain below this is rounding, not a split
     for col, splits in cols:
-        for lc, rc in splits:
-            L, R = node & condition_mask(col, lc[1], lc[2]), node & condition_mask(col, rc[1], rc[2])
-            WL, WR = w[L].sum(), w[R].sum()
-            if WL < min_share or WR < min_share: continue
-            SL, SR = wr[L].sum(), wr[R].sum()
-            WM, SM = W - WL - WR, S - SL - SR
-            gain = SL**2 / WL + SR**2 / WR + (SM**2 / WM if WM > 1e-15 * W else 0.0) - S**2 / W
-            if gain > tol and (best is None or gain > best[0]): best = (gain, lc, rc, L, R, col)
+        if not splits: continue
+        WL, SL, WR, SR = split_sums(col, splits, node, w, wr)
+        WM, SM = W - WL - WR, S - SL - SR                # the rows missing this column
+        with np.errstate(divide='ignore', invalid='ignore'):
+            gain = SL**2 / WL + SR**2 / WR + np.where(WM > 1e-12 * W, SM**2 / WM, 0.0) - S**2 / W
+        gain[(WL < min_share) | (WR < min_share)] = -np.inf
+        k = int(np.argmax(gain))                         # the first of equal gains
+        if gain[k] > tol and (best is None or gain[k] > best[0]): best = (gain[k], col, splits[k])
     if best is None: return None
-    gain, lc, rc, L, R, col = best
+    gain, col, (lc, rc) = best
+    L, R = node & condition_mask(col, lc[1], lc[2]), node & condition_mask(col, rc[1], rc[2])
     if rc[1] == '!=' and len(present := np.unique(col[0][R])) == 1:    # the rest is one level: name it
         rc = (rc[0], '==', next(lv for lv, k in col[1].items() if k == present[0]))
-    return gain, lc, rc, L, R
+    return float(gain), lc, rc, L, R
 
-# %% ../nbs/05d_groups.ipynb #c000005a
+# %% ../nbs/05d_groups.ipynb #c000005c
 def simplify_path(conds:tuple) -> tuple:
     "A path's conditions with redundant ones removed: the tightest bound per column and side; '!=' under an '=='."
     eq = {c for c, op, _ in conds if op == '=='}
@@ -498,7 +526,7 @@ def simplify_path(conds:tuple) -> tuple:
         out[key] = (c, op, v)
     return tuple(out.values())
 
-# %% ../nbs/05d_groups.ipynb #c000005c
+# %% ../nbs/05d_groups.ipynb #c000005e
 def tree_groups(X,                    # the rows: DataFrame, dict of 1-D arrays, or 2-D array (columns x0, x1, ...)
                 residual,             # (n,) the residual the tree explains (finite)
                 *,
@@ -531,7 +559,7 @@ def tree_groups(X,                    # the rows: DataFrame, dict of 1-D arrays,
         level = nxt
     return Groups(groups, kinds)
 
-# %% ../nbs/05d_groups.ipynb #c0000062
+# %% ../nbs/05d_groups.ipynb #c0000064
 @patch(cls_method=True)
 def from_membership_columns(cls:Groups,
                             X,            # the rows: DataFrame, dict of 1-D arrays, or 2-D array (columns x0, ...)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import numpy as np
 from .checks import DeccalError, DeccalTypeError, check_array, check_rows, check_sample_weight, row_blocks, patch
+from .checks import check_groups
 from .checks import check_int, check_positive, check_choice, check_label_kinds, random_generator
 from .checks import one_blas_thread
 from . import checks
@@ -15,7 +16,7 @@ from .decisions import decision_rule
 from .plots import ReliabilityBins, reliability_bins
 
 # %% auto #0
-__all__ = ['cost_stack', 'decision_calibration_gaps', 'decision_calibration_score', 'DecisionReliabilityDisplay']
+__all__ = ['cost_stack', 'decision_calibration_gaps', 'decision_calibration_score', 'segment_gaps', 'DecisionReliabilityDisplay']
 
 # %% ../nbs/86_metrics.ipynb #12e0ee85
 def _classes_and_probs(y_true, y_prob, labels=None) -> tuple:
@@ -125,6 +126,45 @@ def decision_calibration_score(
     g = decision_calibration_gaps(y_true, y_prob, costs=costs, n_costs=n_costs, n_actions=n_actions, beta=beta,
                                   labels=labels, sample_weight=sample_weight, random_state=random_state)
     return float(g.mean() if aggregate == 'mean' else g.max())
+
+# %% ../nbs/86_metrics.ipynb #5fc5619c
+def segment_gaps(y_true,             # (n,) true labels
+                 y_prob,             # (n, C) predicted probabilities (or vectors of R^C)
+                 groups,             # (n, K) memberships in [0, 1] of K groups (column 0 usually everyone)
+                 *,
+                 names=None,         # K names (default: 'group 0', 'group 1', ...)
+                 costs=None,         # (A, C) or (K', A, C) cost matrices; None: `n_costs` random ones
+                 n_costs:int=200,    # random decision makers when `costs` is None
+                 n_actions:int=5,    # their actions
+                 beta:float=None,    # their quantal response's temperature; None: the best response
+                 labels=None,        # the classes in the order of y_prob's columns
+                 sample_weight=None, # (n,) weights >= 0
+                 random_state=0,     # seed of the random cost matrices
+                 min_rows:int=20,    # groups with fewer rows (membership > 0) get NaN
+                ) -> dict:           # name, n, share, gap, se: lists of K
+    "`decision_calibration_score` within each group (the same decision makers for all), with a standard error."
+    codes, P, _ = _classes_and_probs(y_true, y_prob, labels)
+    n, C = P.shape
+    G = check_groups(groups, n, 'y_true')
+    K = G.shape[1]
+    names = [f"group {k}" for k in range(K)] if names is None else list(names)
+    if len(names) != K: raise DeccalError('names', f"has {len(names)} names for {K} groups")
+    R = _check_costs(costs, C, n_costs, n_actions, random_state)
+    w = np.ones(n) if sample_weight is None else check_sample_weight(sample_weight, n, 'y_true')
+    F = P @ R.transpose(0, 2, 1)                                   # (decision makers, n, A) promised costs
+    rule = decision_rule(F.reshape(-1, R.shape[1]), beta).reshape(F.shape)
+    d = np.einsum('kia,kia->ki', rule, R[:, :, codes].transpose(0, 2, 1) - F)   # per row: paid - promised
+    out = dict(name=names, n=[], share=[], gap=[], se=[])
+    for k in range(K):
+        wk = w * G[:, k]
+        m = int((wk > 0).sum())
+        out['n'].append(m); out['share'].append(float(wk.sum() / w.sum()))
+        if m < min_rows: out['gap'].append(float('nan')); out['se'].append(float('nan')); continue
+        u = wk / wk.sum()
+        mean = d @ u                                               # (decision makers,) signed mean gaps
+        sd = np.sqrt(np.maximum((d - mean[:, None])**2 @ u, 0) * (u @ u) / max(1 - u @ u, 1e-300))
+        out['gap'].append(float(np.abs(mean).mean())); out['se'].append(float(sd.mean()))
+    return out
 
 # %% ../nbs/86_metrics.ipynb #68a87f50
 class DecisionReliabilityDisplay:
