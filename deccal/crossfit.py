@@ -136,6 +136,7 @@ def fit(self:CrossFitDeCal,
     best = int(np.argmax(gain[1:])) + 1 if T else 0
     keep = best if T and gain[best] > params['min_gain_se'] * se[best] else 0
     self.params_, self.folds_, self.gain_, self.gain_se_, self.best_round_ = params, folds, gain, se, keep
+    self.out_of_fold_losses_ = L[[0, keep]]            # each row's square loss before and after, out of fold
     self.rounds_run_ = [len(m.all_rounds_) for m in members]
     self.fold_members_ = [m.truncated(keep) for m in members]
     if params['ensemble']: self.members_ = self.fold_members_

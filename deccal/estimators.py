@@ -392,17 +392,15 @@ def segment_family(segments,          # the `segments` parameter: 'auto', column
     return family if len(family) > 1 else None
 
 # %% ../nbs/85_estimators.ipynb #b6a68d67
-def segment_settings(eps:float,           # the target decision calibration error within a segment
+def segment_settings(eps:float,           # the calibrator's target decision calibration error
                      learning_rate,       # the `learning_rate` parameter (None: the default)
                      groups,              # (n, K) segment memberships, or None
                     ) -> tuple:           # (the calibrator's eps, its learning rate)
-    """With segments, a round's value is a segment's gap times its share: the calibrator's target is `eps` times the
-    smallest segment's share (so every segment is held to `eps` within it), and the default learning rate is 1 (the
-    line search's whole step within the segment; measured better than 0.5 in the segments tutorial). Without
-    segments: `eps` and 0.5."""
-    if groups is None: return eps, 0.5 if learning_rate is None else learning_rate
-    share = float(groups.mean(0).min())
-    return eps * max(share, 1e-3), 1.0 if learning_rate is None else learning_rate
+    """The calibrator's target and learning rate. With segments a round's value is a segment's gap times its share
+    (multicalibration's convention), so `eps` bounds each segment's gap times its share; the default learning rate
+    is then 1, the line search's whole step within the segment (measured better than 0.5 in the segments
+    tutorial's planted problem). Without segments: 0.5."""
+    return eps, (0.5 if groups is None else 1.0) if learning_rate is None else learning_rate
 
 # %% ../nbs/85_estimators.ipynb #514345de
 @patch
@@ -835,17 +833,16 @@ def start_atoms(self:DecisionCalibratedRegressor,
 @patch
 def _segment_report(self:DecisionCalibratedRegressor, start:Embedding, Y, sample_weight, groups) -> dict:
     """`segments_`: each segment's name, rows, share, and mean square loss ||p(x) - phi(y)||^2 in the RKHS (what the
-    rounds lower) before (the start) and after, out of fold (each row by the fold calibrators that never saw it;
+    rounds lower) before (the start) and after, out of fold (each row by the fold calibrator that never saw it;
     in-sample without cross-fitting); weighted by `sample_weight`."""
-    cal, kern = self.calibrator_, self.kernel_
-    if isinstance(cal, CrossFitDeCal): after = cal.out_of_fold(start, groups) if cal.best_round_ else start
-    else: after = cal.transform(start, groups)
-    sq = lambda P: P.sq_norms(kern) - 2 * P.evaluate_paired(kern, Y) + kern.diag(Y)
+    cal = self.calibrator_
+    L = (cal.out_of_fold_losses_ if isinstance(cal, CrossFitDeCal)
+         else cal.square_loss_path(start, Y, groups)[[0, -1]])            # (2, n): before and after, per row
     w = np.ones(len(Y)) if sample_weight is None else np.asarray(sample_weight, float)
     M = groups * w[:, None]
     tot = np.maximum(M.sum(0), 1e-300)
     return dict(name=list(self.segment_names_), n=(groups > 0).sum(0), share=M.sum(0) / w.sum(),
-                loss_before=(M.T @ sq(start)) / tot, loss_after=(M.T @ sq(after)) / tot)
+                loss_before=(M.T @ L[0]) / tot, loss_after=(M.T @ L[1]) / tot)
 
 # %% ../nbs/85_estimators.ipynb #bfec46a5
 @patch
