@@ -66,6 +66,7 @@ class Model(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         p = 1 / (1 + np.exp(-np.asarray(X['z'], float)))
         return np.column_stack([1 - p, p])
+    def predict(self, X): return (self.predict_proba(X)[:, 1] > 0.5).astype(int)
 
 
 def metrics(P, y, A, costs) -> dict:
@@ -102,7 +103,7 @@ def summary(per:list, key:str) -> dict:
     "Mean and standard error over seeds of rows[method][key], per method present in every seed."
     out = {}
     for m in METHODS:
-        v = [r[m][key] for r in per if m in r]
+        v = [r[m][key] for r in per if key in r.get(m, {})]
         if len(v) == len(per) and v:
             out[m] = (float(np.mean(v)), float(np.std(v, ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float('nan'))
     return out
