@@ -38,8 +38,8 @@ from .groups import Groups
 # %% auto #0
 __all__ = ['SEARCH', 'PROBA_FLOORS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS', 'calibrator_for',
            'check_frozen_fitted', 'DecisionCalibratedClassifier', 'project_simplex_floor', 'segment_family',
-           'segment_settings', 'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf',
-           'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work']
+           'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf', 'in_kernel_domain',
+           'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -106,7 +106,7 @@ class _DecisionCalibratedBase(BaseEstimator):
         'validation_fraction': [Interval(Real, 0, 1, closed='neither')],
         'n_iter_no_change': [Interval(Integral, 1, None, closed='left')],
         'n_folds': [Interval(Integral, 2, None, closed='left'), None],
-        'learning_rate': [Interval(Real, 0, 1, closed='right'), None],
+        'learning_rate': [Interval(Real, 0, 1, closed='right')],
         'ensemble': ['boolean'],
         'min_gain_se': [Interval(Real, 0, None, closed='left')],
         'random_state': ['random_state'],
@@ -132,8 +132,7 @@ class _DecisionCalibratedBase(BaseEstimator):
         n_iter_no_change:int=5,          # stop after this many rounds without a new lowest held-out square loss
         # folds of the cross-fitting that decides how many rounds to keep (None: one validation split)
         n_folds:int=5,
-        # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1]); None: 1 with segments, else 0.5
-        learning_rate:float=None,
+        learning_rate:float=0.5,         # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1])
         ensemble:bool=True,              # average the fold calibrators (True) or refit one on every row (False)
         # keep rounds only if their cross-fitted square-loss gain exceeds this many standard errors
         min_gain_se:float=2.0,
@@ -184,11 +183,10 @@ class _DecisionCalibratedBase(BaseEstimator):
         G = None if family is None else family.membership(Xb)
         t = self._target(est, y)                      # the outcomes, the kernel and the default rules of the subclass
         seed = _seed(self.random_state)
-        eps, lr = segment_settings(t.eps, self.learning_rate, G)
-        cal = calibrator_for(self.method, t.kernel, n_actions=t.n_actions, beta=t.beta, R1=t.R1, eps=eps,
+        cal = calibrator_for(self.method, t.kernel, n_actions=t.n_actions, beta=t.beta, R1=t.R1, eps=t.eps,
                           max_rounds=self.max_rounds, seed=seed, verbose=bool(self.verbose),
                           early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
-                          n_iter_no_change=self.n_iter_no_change, learning_rate=lr)
+                          n_iter_no_change=self.n_iter_no_change, learning_rate=self.learning_rate)
         cal.checked_params()                          # every option checked before the base estimator's fits
         if sample_weight is not None:                 # np.asarray: array-likes that only convert (sklearn checks)
             sample_weight = check_sample_weight(np.asarray(sample_weight), Xv.shape[0], 'X')
@@ -260,8 +258,7 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         n_iter_no_change:int=5,          # stop after this many rounds without a new lowest held-out square loss
         # folds of the cross-fitting that decides how many rounds to keep (None: one validation split)
         n_folds:int=5,
-        # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1]); None: 1 with segments, else 0.5
-        learning_rate:float=None,
+        learning_rate:float=0.5,         # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1])
         ensemble:bool=True,              # average the fold calibrators (True) or refit one on every row (False)
         # keep rounds only if their cross-fitted square-loss gain exceeds this many standard errors
         min_gain_se:float=2.0,
@@ -390,17 +387,6 @@ def segment_family(segments,          # the `segments` parameter: 'auto', column
         family = Groups.from_features(X, columns=None if segments == 'auto' else list(segments),
                                       max_groups=max_segments + 1)
     return family if len(family) > 1 else None
-
-# %% ../nbs/85_estimators.ipynb #b6a68d67
-def segment_settings(eps:float,           # the calibrator's target decision calibration error
-                     learning_rate,       # the `learning_rate` parameter (None: the default)
-                     groups,              # (n, K) segment memberships, or None
-                    ) -> tuple:           # (the calibrator's eps, its learning rate)
-    """The calibrator's target and learning rate. With segments a round's value is a segment's gap times its share
-    (multicalibration's convention), so `eps` bounds each segment's gap times its share; the default learning rate
-    is then 1, the line search's whole step within the segment (measured better than 0.5 in the segments
-    tutorial's planted problem). Without segments: 0.5."""
-    return eps, (0.5 if groups is None else 1.0) if learning_rate is None else learning_rate
 
 # %% ../nbs/85_estimators.ipynb #514345de
 @patch
@@ -584,8 +570,7 @@ class DecisionCalibratedRegressor(RegressorMixin, _DecisionCalibratedBase):
         n_iter_no_change:int=5,          # stop after this many rounds without a new lowest held-out square loss
         # folds of the cross-fitting that decides how many rounds to keep (None: one validation split)
         n_folds:int=5,
-        # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1]); None: 1 with segments, else 0.5
-        learning_rate:float=None,
+        learning_rate:float=0.5,         # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1])
         ensemble:bool=True,              # average the fold calibrators (True) or refit one on every row (False)
         # keep rounds only if their cross-fitted square-loss gain exceeds this many standard errors
         min_gain_se:float=2.0,
