@@ -11,6 +11,8 @@ truth is sigma(z / 2) in segment A (the model over-confident there) and sigma(2 
 the two segments receive the same predictions, so no map of the prediction alone can repair both.  Scenario
 'no segment effect': the truth is sigma(z / 2) in both segments (a global over-confidence that temperature scaling
 can repair).  Each seed draws 3,000 calibration rows and 3,000 test rows; every figure is measured on the test rows.
+Scenario 'segments, 10,000 calibration rows': 'segments' with 10,000 calibration rows (the same 3,000 test rows'
+size): how much of deccal's excess over the true probabilities is the calibration sample's size.
 
 Calibrators, all fitted on the calibration rows: none (the model); the true probabilities (a calibrated predictor:
 what sampling noise alone gives); CalibratedClassifierCV(FrozenEstimator(model), method='temperature' /
@@ -45,7 +47,9 @@ from sklearn.frozen import FrozenEstimator                             # noqa: E
 from deccal.estimators import DecisionCalibratedClassifier             # noqa: E402
 
 N_CAL, N_TEST, SEEDS = 3000, 3000, 10
-SCENARIOS = {'segments': (0.5, 2.0), 'no segment effect': (0.5, 0.5)}   # the truth's logit scale in A and in B
+# scenario -> (the truth's logit scale in A and in B, calibration rows)
+SCENARIOS = {'segments': ((0.5, 2.0), N_CAL), 'no segment effect': ((0.5, 0.5), N_CAL),
+             'segments, 10,000 calibration rows': ((0.5, 2.0), 10_000)}
 METHODS = ('none', 'true probabilities', 'temperature', 'isotonic', 'deccal (no segments)', 'deccal', 'MCGrad')
 MCGRAD = os.path.join(os.path.dirname(REPO), 'venv-mcgrad', 'bin', 'python')
 
@@ -77,9 +81,9 @@ def metrics(P, y, A, costs) -> dict:
                 log_loss=ll)
 
 
-def one_seed(seed:int, scales:tuple, costs) -> tuple:
+def one_seed(seed:int, scales:tuple, costs, n_cal:int=N_CAL) -> tuple:
     "Every calibrator on one seed: {method: metrics}, MCGrad's inputs."
-    Xc, yc, _, Ac = planted(N_CAL, 2 * seed, scales)
+    Xc, yc, _, Ac = planted(n_cal, 2 * seed, scales)
     Xt, yt, tt, At = planted(N_TEST, 2 * seed + 1, scales)
     model = FrozenEstimator(Model().fit(Xc, yc))
     rows = {'none': metrics(model.predict_proba(Xt), yt, At, costs),
@@ -121,10 +125,10 @@ def main(argv=None):
     a = ap.parse_args(argv)
     costs = np.random.default_rng(2024).uniform(0, 1, (200, 5, 2))
     t_all, results = time.perf_counter(), {}
-    for scen, scales in SCENARIOS.items():
+    for scen, (scales, n_cal) in SCENARIOS.items():
         per, mc = [], []
         for s in range(a.seeds):
-            rows, mc_in, truth = one_seed(s, scales, costs)
+            rows, mc_in, truth = one_seed(s, scales, costs, n_cal)
             per.append(rows); mc.append((mc_in, truth))
             print(f"{scen} seed {s}: " + ', '.join(f"{m} {r['worst']:.4f}" for m, r in rows.items()), flush=True)
         note = None
@@ -140,7 +144,8 @@ def main(argv=None):
     lines = ["# Decision calibration per segment: a planted problem, on held-out data", '',
              machine_info(('estimators.py', 'dimfree.py', 'groups.py')), '',
              f"Produced by `python bench/segments.py --write`; see the script for the scenario. {a.seeds} seeds; "
-             f"{N_CAL:,} calibration and {N_TEST:,} test rows each; total {seconds:.0f} s.", '']
+             f"{N_CAL:,} calibration (10,000 in the last scenario) and {N_TEST:,} test rows each; "
+             f"total {seconds:.0f} s.", '']
     verdicts = {}
     for scen, res in results.items():
         per = res['per']

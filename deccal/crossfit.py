@@ -171,5 +171,6 @@ def out_of_fold(self:CrossFitDeCal,
     if pred.n != len(self.folds_):
         raise DeccalError('pred', f"has {pred.n} rows but the calibrator was fitted on {len(self.folds_)}")
     idx = [np.flatnonzero(self.folds_ == k) for k in range(len(self.fold_members_))]
-    out = Embedding.concat(*[m.transform(pred[i], None if groups is None else groups[i]) for m, i in zip(self.fold_members_, idx)])
+    part = lambda i: None if groups is None else groups[i]
+    out = Embedding.concat(*[m.transform(pred[i], part(i)) for m, i in zip(self.fold_members_, idx)])
     return out[np.argsort(np.concatenate(idx), kind='stable')]

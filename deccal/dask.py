@@ -11,7 +11,7 @@ try:
     from dask import delayed
     from dask.sizeof import sizeof
 except ImportError: raise ImportError('deccal.dask needs dask: pip install "deccal[dask]"') from None
-from .checks import DeccalError, DeccalTypeError, check_array, on_dask, weight_shift
+from .checks import DeccalError, DeccalTypeError, check_array, check_groups, on_dask, weight_shift
 from .kernels import Kernel
 from .embedding import Embedding
 from .rows import Rows, LocalRows, split_rows, register_backend
@@ -27,9 +27,8 @@ def _row_array(x, name:str, ndims:tuple, chunks=None):
     """`x` as a Dask array of numbers with ndim in `ndims`, chunked by rows only (`chunks`: the row chunks to follow;
     by default its own, without the empty ones); NaN is checked block by block later."""
     if not on_dask(x):
-        x = da.from_array(
-            check_array(x, name, ndim=ndims, nonempty=False), chunks=(chunks or 'auto',) + (-1,) * (np.ndim(x) - 1)
-        )
+        x = check_array(x, name, ndim=ndims, nonempty=False)
+        x = da.from_array(x, chunks=(chunks or ('auto' if x.size else -1),) + (-1,) * (x.ndim - 1))  # auto: size > 0
     if not isinstance(x, da.Array):
         raise DeccalTypeError(name, f"expected a Dask array, got {type(x).__name__}")
     if x.ndim not in ndims:
@@ -177,20 +176,56 @@ def _vector(w, pred: DaskEmbedding, name: str):
         raise DeccalError(name, f"has {w.shape[0]} rows but pred has {pred.n}")
     return w.rechunk((pred.chunks,))
 
+# %% ../nbs/87_dask.ipynb #37ad4bae
+def _groups(groups,                # (n, K) memberships g_k(x) in [0, 1], a Dask or NumPy array
+            pred:DaskEmbedding,    # the predictions of the same rows
+            name:str='groups',     # the argument's name, for the messages
+            other:str='pred',      # what the predictions are called, for the messages
+            K:int=None,            # the number of groups required (None: any K >= 1)
+           ):
+    "Memberships (n, K) as a Dask array of floats with the predictions' row blocks (values not checked yet)."
+    if on_dask(groups) and getattr(groups, 'dtype', np.dtype(float)).kind == 'b':
+        groups = groups.astype(float)
+    g = _row_array(groups, name, (2,))
+    if g.shape[0] != pred.n:
+        raise DeccalError(name, f"has {g.shape[0]} rows but {other} has {pred.n}")
+    if g.shape[1] == 0:
+        raise DeccalError(name, f"no groups (shape {g.shape}): at least one column is needed")
+    if K is not None and g.shape[1] != K:
+        raise DeccalError(name, f"has {g.shape[1]} columns but the calibrator was fitted with {K} groups")
+    return g.rechunk((pred.chunks, -1))
+
+# %% ../nbs/87_dask.ipynb #3ecac4ba
+def _membership_range(g) -> tuple:
+    "Lazy (number of NaN or infinite values, smallest and largest of the others) of the memberships g."
+    ok = da.isfinite(g)
+    return (~ok).sum(), da.where(ok, g, 0.0).min(), da.where(ok, g, 0.0).max()
+
+# %% ../nbs/87_dask.ipynb #8f141f87
+def _check_range(name:str,   # the argument's name
+                 bad, lo, hi, # `_membership_range`'s three numbers, computed
+                ):
+    "Refuse memberships with NaN or infinite values, or values outside [0, 1]."
+    if bad:
+        raise DeccalError(name, f"contains {int(bad)} NaN or infinite value(s)")
+    if not (lo >= 0 and hi <= 1):
+        raise DeccalError(name, f"memberships must lie in [0, 1], got values in [{lo:g}, {hi:g}]")
+
 # %% ../nbs/87_dask.ipynb #b5c577d0
-def _blocks(pred: DaskEmbedding, Y=None, w=None) -> list:
-    "Per block of rows, its chunks as delayed objects: (Z, W, theta, gamma, Y, w), None for an array not given."
+def _blocks(pred: DaskEmbedding, Y=None, w=None, g=None) -> list:
+    "Per block of rows, its chunks as delayed objects: (Z, W, theta, gamma, Y, w, G), None for an array not given."
     arrays = (pred.Z, pred.W, pred.theta, pred.gamma, None if Y is None else Y.rechunk((pred.chunks, -1)),
-              None if w is None else w.rechunk((pred.chunks,)))
+              None if w is None else w.rechunk((pred.chunks,)), None if g is None else g.rechunk((pred.chunks, -1)))
     parts = [[None] * len(pred.chunks) if a is None else list(a.to_delayed().ravel()) for a in arrays]
     return list(zip(*parts))
 
 # %% ../nbs/87_dask.ipynb #a1b2c3d4
-def _block(kernel:Kernel, V, name:str, Z, W, theta, gamma, Y, w) -> tuple:
-    "One block's (Embedding, checked outcomes, weights) from its chunks, built and checked in the task that uses it."
+def _block(kernel:Kernel, V, name:str, Z, W, theta, gamma, Y, w, G=None) -> tuple:
+    """One block's (Embedding, checked outcomes, weights, memberships) from its chunks, built and checked in the task
+    that uses it."""
     e = Embedding(Z, W, V if len(V) else None, theta, gamma)
     e.check_kernel(kernel)
-    return e, kernel.check(Y, name), w
+    return e, kernel.check(Y, name), w, G
 
 # %% ../nbs/87_dask.ipynb #c3d4e5f6
 class _Failed:
@@ -227,7 +262,7 @@ def _call(obj, method: str, *args):
 
 # %% ../nbs/87_dask.ipynb #8f04d196
 def _build_block(kind, kernel, basis, to_u, V, name: str, *chunks):
-    "A block's state `kind.build(kernel, basis, to_u, pred, Y, w)` from its chunks (one task: built and checked)."
+    "A block's state `kind.build(kernel, basis, to_u, pred, Y, w, G)` from its chunks (one task: built, checked)."
     return kind.build(kernel, basis, to_u, *_block(kernel, V, name, *chunks))
 
 # %% ../nbs/87_dask.ipynb #a7b8c9d0
@@ -240,12 +275,14 @@ class _DaskRows:
         self.traffic = traffic  # bytes sent to and received from the blocks
 
     @classmethod
-    def build(cls, kind, kernel, basis, to_u, pred: DaskEmbedding, Y, w=None, traffic=None, name: str = 'Y'):
-        "Each block's state `kind.build(kernel, basis, to_u, pred, Y, w)`, computed and kept where it is (persisted)."
+    def build(cls, kind, kernel, basis, to_u, pred: DaskEmbedding, Y, w=None, traffic=None, name: str = 'Y',
+              groups=None):
+        """Each block's state `kind.build(kernel, basis, to_u, pred, Y, w, G)` (G: the block's rows of `groups`, (n, K)
+        memberships, or None), computed and kept where it is (persisted)."""
         traffic = traffic if traffic is not None else dict(sent=0, received=0)
         bd, ud, vd = delayed(basis), delayed(to_u), delayed(pred.V)  # shipped once, shared by every block's task
         traffic['sent'] += sizeof(basis.K) + sizeof(basis.Y) + sizeof(basis.P.Z) + sizeof(to_u)
-        out = [delayed(_task)(_build_block, kind, kernel, bd, ud, vd, name, *c) for c in _blocks(pred, Y, w)]
+        out = [delayed(_task)(_build_block, kind, kernel, bd, ud, vd, name, *c) for c in _blocks(pred, Y, w, groups)]
         return cls(list(dask.persist(*out)), list(pred.chunks), traffic)
 
     def map(self, method: str, *args):
@@ -263,7 +300,7 @@ class _DaskRows:
 # %% ../nbs/87_dask.ipynb #0b45d12e
 def _block_maxima(kernel, V, *chunks) -> tuple:
     "One block's largest K(y, y) and ||p(x)||^2."
-    pred, Y, _ = _block(kernel, V, 'Y', *chunks)
+    pred, Y = _block(kernel, V, 'Y', *chunks)[:2]
     return float(kernel.diag(Y).max()), float(pred.sq_norms(kernel).max())
 
 # %% ../nbs/87_dask.ipynb #28307fe7
@@ -273,14 +310,41 @@ def _maxima(kernel, pred: DaskEmbedding, Y) -> tuple:
     m = np.array(_compute(*[delayed(_task)(_block_maxima, kernel, vd, *c) for c in _blocks(pred, Y)]))
     return float(m[:, 0].max()), float(m[:, 1].max())
 
+# %% ../nbs/87_dask.ipynb #6023ba60
+def _holdout(holdout,              # `fit`'s holdout: (pred_h, Y_h), or with groups (pred_h, Y_h, groups_h)
+             pred:DaskEmbedding,   # the sample's predictions
+             kernel:Kernel,        # the RKHS
+             K:int=None,           # the number of groups the fit has (None: no groups)
+            ) -> tuple:            # ((pred_h, Y_h), groups_h or None)
+    """The held-out rows for the Dask path, on Dask or in memory as given (memberships on Dask: their values are
+    checked with the fit's other checks)."""
+    hg = None
+    if K is not None:
+        if not isinstance(holdout, tuple) or len(holdout) != 3:
+            raise DeccalError('holdout', "with groups, give (pred_holdout, Y_holdout, groups_holdout)")
+        holdout, hg = holdout[:2], holdout[2]
+    try:
+        ph, Yh = holdout
+    except (TypeError, ValueError):
+        raise DeccalTypeError('holdout', "expected a pair (pred_holdout, Y_holdout)") from None
+    if not on_dask(ph, Yh):
+        hold = check_holdout(holdout, kernel, pred.dim)
+        return hold, None if hg is None else check_groups(hg, hold[0].n, 'holdout', K, 'holdout groups')
+    ph = _as_pred(ph)
+    if ph.dim != pred.dim:
+        raise DeccalError('holdout', f"predictions on R^{ph.dim} but the sample's are on R^{pred.dim}")
+    return (ph, _outcomes(Yh, ph, 'holdout outcomes')), None if hg is None else _groups(hg, ph, 'holdout groups',
+                                                                                          'holdout', K)
+
 # %% ../nbs/87_dask.ipynb #42df24d7
 def fit_on_dask(cal:DimFreeDeCal,  # the calibrator being fitted
                 params:dict,       # its checked parameters
                 pred, Y, holdout, sample_weight,   # `fit`'s arguments
                 t0:float,          # the fit's start (time.perf_counter())
+                groups=None,       # `fit`'s groups: (n, K) memberships in [0, 1] (Dask or NumPy), or None
                ) -> DimFreeDeCal:
-    """`DimFreeDeCal.fit` on Dask arrays: the checks (all that need no pass over the data before any task), R2 and the
-    validation split here, the rounds in `run_rounds`."""
+    """`DimFreeDeCal.fit` on Dask arrays: the checks (first all that need no pass over the data, then one pass for the
+    weights and memberships), R2 and the validation split here, the rounds in `run_rounds`."""
     k_ = params['kernel']
     if params['sample'] != "reuse":
         raise DeccalError(
@@ -291,23 +355,24 @@ def fit_on_dask(cal:DimFreeDeCal,  # the calibrator being fitted
     Y = _outcomes(Y, pred)
     if len(pred.V):
         k_.check(pred.V, 'pred (shared atoms)')
+    G = None if groups is None else _groups(groups, pred)
+    K = None if G is None else G.shape[1]
     n, weights, traffic = pred.n, None, dict(sent=0, received=0)
-    hold, hw = None, None
-    if holdout is not None:
-        try:
-            ph, Yh = holdout
-        except (TypeError, ValueError):
-            raise DeccalTypeError('holdout', "expected a pair (pred_holdout, Y_holdout)") from None
-        if on_dask(ph, Yh):
-            ph = _as_pred(ph)
-            if ph.dim != pred.dim:
-                raise DeccalError('holdout', f"predictions on R^{ph.dim} but the sample's are on R^{pred.dim}")
-            hold = (ph, _outcomes(Yh, ph, 'holdout outcomes'))
-        else:
-            hold = check_holdout(holdout, k_, pred.dim)
+    hold, hg = (None, None) if holdout is None else _holdout(holdout, pred, k_, K)
+    hw, lazy = None, {}  # lazy: the checks that need a pass over an array, computed together
+    if G is not None:
+        lazy['groups'] = _membership_range(G)
+    if on_dask(hg):
+        lazy['holdout groups'] = _membership_range(hg)
     if sample_weight is not None:
         weights = _vector(sample_weight, pred, 'sample_weight')
-        bad, top = dask.compute(~da.isfinite(weights).all() | (weights < 0).any(), weights.max())
+        lazy['sample_weight'] = ~da.isfinite(weights).all() | (weights < 0).any(), weights.max()
+    found = dask.compute(lazy)[0]
+    for name in ('groups', 'holdout groups'):
+        if name in found:
+            _check_range(name, *found[name])
+    if sample_weight is not None:
+        bad, top = found['sample_weight']
         if bad:
             raise DeccalError('sample_weight', "must be finite numbers >= 0")
         if not top > 0:
@@ -318,6 +383,8 @@ def fit_on_dask(cal:DimFreeDeCal,  # the calibrator being fitted
         iv, it, hw, weights = validation_split(params, n, weights)
         hold = (pred[iv], Y[iv])
         pred, Y, n = pred[it], Y[it], len(it)
+        if G is not None:
+            hg, G = G[iv], G[it]
 
     def fetch_rows(idx):  # a few thousand rows, gathered for the choice of the basis
         return pred[idx].compute(), k_.check(np.asarray(Y[idx].compute()), 'Y')
@@ -325,39 +392,44 @@ def fit_on_dask(cal:DimFreeDeCal,  # the calibrator being fitted
     def make_hold(basis, to_u):
         ph, Yh = hold
         if on_dask(ph):
-            return _DaskRows.build(Rows, k_, basis, to_u, ph, Yh, hw, traffic, 'holdout outcomes')
-        return LocalRows.build(k_, basis, to_u, ph, Yh, hw)
+            return _DaskRows.build(Rows, k_, basis, to_u, ph, Yh, hw, traffic, 'holdout outcomes', hg)
+        return LocalRows.build(k_, basis, to_u, ph, Yh, hw, groups=hg)
 
-    make_rows = lambda basis, to_u: _DaskRows.build(Rows, k_, basis, to_u, pred, Y, weights, traffic)
-    cal.run_rounds(params, n, R2, fetch_rows, make_rows, None if hold is None else make_hold, t0)
+    make_rows = lambda basis, to_u: _DaskRows.build(Rows, k_, basis, to_u, pred, Y, weights, traffic, groups=G)
+    cal.run_rounds(params, n, R2, fetch_rows, make_rows, None if hold is None else make_hold, t0, n_groups=K)
     cal.dask_traffic_ = dict(traffic, rounds=len(cal.all_rounds_), blocks=len(pred.chunks))
     return cal
 
 # %% ../nbs/87_dask.ipynb #710dcd9c
-def _transform_block(cal, V, *chunks) -> np.ndarray:
-    "One block's calibrated predictions as [theta | gamma]: (N, M + 1)."
-    out = cal.transform(Embedding(*chunks[:2], V if len(V) else None, *chunks[2:]))
+def _transform_block(cal, V, Z, W, theta, gamma, G=None) -> np.ndarray:
+    "One block's calibrated predictions as [theta | gamma]: (N, M + 1) (G: its memberships, if fitted with groups)."
+    out = cal.transform(Embedding(Z, W, V if len(V) else None, theta, gamma), G)
     return np.hstack([out.theta, out.gamma[:, None]])
 
 # %% ../nbs/87_dask.ipynb #8e606ab3
 def transform_on_dask(cal:DimFreeDeCal, # a fitted calibrator
                       pred,              # a DaskEmbedding
+                      groups=None,       # (N, K) memberships (Dask or NumPy) when `cal` was fitted with K groups
                      ) -> DaskEmbedding:
     """`transform` as a map over the blocks of rows: the calibrated predictions, a DaskEmbedding with the same blocks
-    (nothing computed yet)."""
+    (nothing computed yet: the memberships' values are checked where each block is computed)."""
     pred = _as_pred(pred)
     cal.check_fitted()
     if pred.dim != cal.basis_.P.dim:
         raise DeccalError('pred', f"predictions on R^{pred.dim}, the calibrator was fitted on R^{cal.basis_.P.dim}")
     if len(pred.V):
         cal.params_['kernel'].check(pred.V, 'pred (shared atoms)')
+    K = getattr(cal, 'n_groups_', None)
+    if K is None or groups is None:
+        cal.checked_groups(groups, pred.n)  # refuses groups for a calibrator fitted without, and the converse
+    G = None if groups is None else _groups(groups, pred, K=K)
     atoms, _ = cal.basis_.expand(np.zeros((0, cal.basis_.m)))
     V = np.vstack([pred.V, atoms])
     cd, vd = delayed(cal), delayed(pred.V)  # shipped once, shared by every block's task
     TG = da.concatenate(
         [
-            da.from_delayed(delayed(_transform_block)(cd, vd, *c[:4]), shape=(n, len(V) + 1), dtype=float)
-            for c, n in zip(_blocks(pred), pred.chunks)
+            da.from_delayed(delayed(_transform_block)(cd, vd, *c[:4], c[6]), shape=(n, len(V) + 1), dtype=float)
+            for c, n in zip(_blocks(pred, g=G), pred.chunks)
         ]
     )
     return DaskEmbedding(pred.Z, pred.W, V, TG[:, :-1], TG[:, -1])
@@ -370,7 +442,7 @@ class _Coords:
         self.SP, self.SR, self.w = SP, SR, w
 
     @classmethod
-    def build(cls, kernel, basis, to_u, pred, Y, w):
+    def build(cls, kernel, basis, to_u, pred, Y, w, G=None):  # G: no groups on the auditor's Dask path
         return cls(*landmark_coords(basis, to_u, pred, Y), w)
 
     def take(self, idx):

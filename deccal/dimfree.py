@@ -342,9 +342,7 @@ def fit(self:DimFreeDeCal,
     t0 = time.perf_counter()
     params = self.checked_params()                     # what this fit (and the fitted calibrator) uses
     elsewhere = backend_for('fit', pred, Y)            # data held elsewhere (deccal.dask): that backend's fit
-    if elsewhere is not None:
-        if groups is not None: raise DeccalError('groups', "data held elsewhere (Dask) cannot be fitted with groups")
-        return elsewhere(self, params, pred, Y, holdout, sample_weight, t0)
+    if elsewhere is not None: return elsewhere(self, params, pred, Y, holdout, sample_weight, t0, groups)
     if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
     kern = params['kernel']
     Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
@@ -530,7 +528,8 @@ def checked_groups(self:DimFreeDeCal,
     if K is None:
         if groups is not None: raise DeccalError('groups', "this calibrator was fitted without groups")
         return None
-    if groups is None: raise DeccalError('groups', f"this calibrator was fitted with {K} groups: give their memberships")
+    if groups is None:
+        raise DeccalError('groups', f"this calibrator was fitted with {K} groups: give their memberships")
     return check_groups(groups, n, 'pred', K)
 
 # %% ../nbs/08_dimfreedecal.ipynb #beb4ca0e
@@ -543,9 +542,7 @@ def transform(self:DimFreeDeCal,
     """Calibrated predictions for new base predictions, in batches (data held elsewhere: that backend's transform):
     an `Embedding` whose weights on the basis atoms (`theta`) are built only when read."""
     elsewhere = backend_for('transform', pred)         # e.g. a deccal.dask.DaskEmbedding: block by block
-    if elsewhere is not None:
-        if groups is not None: raise DeccalError('groups', "data held elsewhere (Dask) cannot be transformed with groups")
-        return elsewhere(self, pred)
+    if elsewhere is not None: return elsewhere(self, pred, groups)
     self.check_fitted(pred)
     groups = self.checked_groups(groups, pred.n)
     part = lambda i0, i1: None if groups is None else groups[i0:i1]
