@@ -127,9 +127,13 @@ def fit(self:CrossFitDeCal,
                                               sample_weight=None if sample_weight is None else w[tr])
         members.append(m)
         losses.append((te, fold_losses(m, pred[te], Y[te], g_of(te))))
-    T = min(len(L) for _, L in losses) - 1            # the rounds every fold ran
+    # the rounds every fold ran; a fold that stopped on its target would patch no more with a larger cap, so its
+    # losses stay those of its last round (padded), and it does not cut the others short
+    ran = [len(Lk) - 1 for _, Lk in losses]
+    open_ = [r for r, m in zip(ran, members) if m.stop_reason_ != 'target']
+    T = min(open_) if open_ else max(ran)
     L = np.empty((T + 1, n))
-    for te, Lk in losses: L[:, te] = Lk[:T + 1]
+    for te, Lk in losses: L[:, te] = Lk[np.minimum(np.arange(T + 1), len(Lk) - 1)]
     gains = L[0][None, :] - L                          # (T + 1, n) paired gains of t rounds
     stats = [mean_se((np.sum(w * g), np.sum(w * g * g), np.sum(w), np.sum(w * w))) for g in gains]
     gain, se = np.array([s[0] for s in stats]), np.array([s[1] for s in stats])
@@ -138,7 +142,7 @@ def fit(self:CrossFitDeCal,
     self.params_, self.folds_, self.gain_, self.gain_se_, self.best_round_ = params, folds, gain, se, keep
     self.out_of_fold_losses_ = L[[0, keep]]            # each row's square loss before and after, out of fold
     self.rounds_run_ = [len(m.all_rounds_) for m in members]
-    self.fold_members_ = [m.truncated(keep) for m in members]
+    self.fold_members_ = [m.truncated(min(keep, len(m.all_rounds_))) for m in members]
     if params['ensemble']: self.members_ = self.fold_members_
     else:
         final = type(cal)(**{**cal.get_params(deep=False), 'max_rounds': keep, 'early_stopping': False})

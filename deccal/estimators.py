@@ -38,8 +38,8 @@ from .groups import Groups
 # %% auto #0
 __all__ = ['SEARCH', 'PROBA_FLOORS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS', 'calibrator_for',
            'check_frozen_fitted', 'DecisionCalibratedClassifier', 'project_simplex_floor', 'segment_family',
-           'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf', 'in_kernel_domain',
-           'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work']
+           'segment_eps', 'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf',
+           'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -183,7 +183,8 @@ class _DecisionCalibratedBase(BaseEstimator):
         G = None if family is None else family.membership(Xb)
         t = self._target(est, y)                      # the outcomes, the kernel and the default rules of the subclass
         seed = _seed(self.random_state)
-        cal = calibrator_for(self.method, t.kernel, n_actions=t.n_actions, beta=t.beta, R1=t.R1, eps=t.eps,
+        cal = calibrator_for(self.method, t.kernel, n_actions=t.n_actions, beta=t.beta, R1=t.R1,
+                          eps=segment_eps(t.eps, G),
                           max_rounds=self.max_rounds, seed=seed, verbose=bool(self.verbose),
                           early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
                           n_iter_no_change=self.n_iter_no_change, learning_rate=self.learning_rate)
@@ -387,6 +388,15 @@ def segment_family(segments,          # the `segments` parameter: 'auto', column
         family = Groups.from_features(X, columns=None if segments == 'auto' else list(segments),
                                       max_groups=max_segments + 1)
     return family if len(family) > 1 else None
+
+# %% ../nbs/85_estimators.ipynb #dd4c1dc5
+def segment_eps(eps:float,  # the target decision calibration error within a segment
+                groups,     # (n, K) segment memberships, or None
+               ) -> float:  # the calibrator's eps
+    """The calibrator's target with segments. A round's value is a segment's gap times its share (multicalibration's
+    convention), so the target is `eps` times the smallest segment's share: every segment is held to `eps` within
+    it, and a fold's auditor does not stop at the target while a small segment is still off."""
+    return eps if groups is None else eps * max(float(groups.mean(0).min()), 1e-3)
 
 # %% ../nbs/85_estimators.ipynb #514345de
 @patch
