@@ -38,8 +38,8 @@ from .groups import Groups
 # %% auto #0
 __all__ = ['SEARCH', 'PROBA_FLOORS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS', 'calibrator_for',
            'check_frozen_fitted', 'DecisionCalibratedClassifier', 'project_simplex_floor', 'segment_family',
-           'segment_eps', 'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf',
-           'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work']
+           'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf', 'in_kernel_domain',
+           'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -138,9 +138,9 @@ class _DecisionCalibratedBase(BaseEstimator):
         min_gain_se:float=2.0,
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
-        # segments of the population audited and patched one by one: 'auto' (found from X's columns: levels of
-        # categorical ones, quantile bins of numeric ones), a list of column names (or positions), a fitted
-        # deccal.groups.Groups, or None (no segments)
+        # segments of the population audited and patched one by one: 'auto' (found from a DataFrame's columns:
+        # levels of categorical ones, quantile bins of numeric ones; an array: none), a list of column names (or an
+        # array's column positions), a fitted deccal.groups.Groups, or None (no segments)
         segments='auto',
         max_segments:int=32,             # 'auto' or named columns: keep at most this many segments (the largest)
     ):
@@ -183,8 +183,7 @@ class _DecisionCalibratedBase(BaseEstimator):
         G = None if family is None else family.membership(Xb)
         t = self._target(est, y)                      # the outcomes, the kernel and the default rules of the subclass
         seed = _seed(self.random_state)
-        cal = calibrator_for(self.method, t.kernel, n_actions=t.n_actions, beta=t.beta, R1=t.R1,
-                          eps=segment_eps(t.eps, G),
+        cal = calibrator_for(self.method, t.kernel, n_actions=t.n_actions, beta=t.beta, R1=t.R1, eps=t.eps,
                           max_rounds=self.max_rounds, seed=seed, verbose=bool(self.verbose),
                           early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
                           n_iter_no_change=self.n_iter_no_change, learning_rate=self.learning_rate)
@@ -265,7 +264,8 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         min_gain_se:float=2.0,
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
-        # segments audited and patched one by one: 'auto' (from X's columns), column names, a Groups, or None
+        # segments audited and patched one by one: 'auto' (from a DataFrame's columns; an array: none), column
+        # names or positions, a Groups, or None
         segments='auto',
         max_segments:int=32,             # keep at most this many segments (the largest)
     ):
@@ -378,25 +378,17 @@ def segment_family(segments,          # the `segments` parameter: 'auto', column
                    X,                 # the features as fitted (a DataFrame keeps its column names)
                    max_segments:int,  # the largest number of segments kept
                   ) -> Groups:        # the family of segments, or None when there is none beyond everyone
-    "The segments an estimator audits: found from X's columns ('auto' or the named ones), or given as a Groups."
+    """The segments an estimator audits: with 'auto', found from every column of a DataFrame (an array's columns have
+    no names or kinds to say what a segment is: none); found from the named columns; or given as a Groups."""
     if segments is None: return None
     if isinstance(segments, Groups): family = segments
+    elif isinstance(segments, str) and segments == 'auto' and not hasattr(X, 'columns'): return None
     elif scipy.sparse.issparse(X):
-        if segments == 'auto': return None                # a sparse X (text, one-hot): no segments found
         raise DeccalError('segments', "segments from named columns need a dense X or a DataFrame, not a sparse matrix")
     else:
         family = Groups.from_features(X, columns=None if segments == 'auto' else list(segments),
                                       max_groups=max_segments + 1)
     return family if len(family) > 1 else None
-
-# %% ../nbs/85_estimators.ipynb #dd4c1dc5
-def segment_eps(eps:float,  # the target decision calibration error within a segment
-                groups,     # (n, K) segment memberships, or None
-               ) -> float:  # the calibrator's eps
-    """The calibrator's target with segments. A round's value is a segment's gap times its share (multicalibration's
-    convention), so the target is `eps` times the smallest segment's share: every segment is held to `eps` within
-    it, and a fold's auditor does not stop at the target while a small segment is still off."""
-    return eps if groups is None else eps * max(float(groups.mean(0).min()), 1e-3)
 
 # %% ../nbs/85_estimators.ipynb #514345de
 @patch
@@ -586,7 +578,8 @@ class DecisionCalibratedRegressor(RegressorMixin, _DecisionCalibratedBase):
         min_gain_se:float=2.0,
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
-        # segments audited and patched one by one: 'auto' (from X's columns), column names, a Groups, or None
+        # segments audited and patched one by one: 'auto' (from a DataFrame's columns; an array: none), column
+        # names or positions, a Groups, or None
         segments='auto',
         max_segments:int=32,             # keep at most this many segments (the largest)
     ):
