@@ -28,7 +28,10 @@ Every measurement excludes Numba's compile or cache load (the reused functions w
 
 'others busy' = share of the 2 CPUs used during the subprocess by processes other than it and the busy loop (from
 /proc/stat and /proc/<pid>/stat); before each subprocess the driver waits (up to 2 minutes) until other processes
-use less than 10% of the CPUs. A run over its time limit (15 minutes) is stopped and recorded as not met.
+use less than 10% of the CPUs. A measurement they disturbed anyway (over 10% of the CPUs during it) is run again in a
+new subprocess, up to 3 times in all, and the least disturbed attempt is kept ('attempts' in the JSON), except the fit
+at 1,000,000 (the budget): its 'others busy' is reported as measured. A run over its time limit (15 minutes) is
+stopped and recorded as not met.
 """
 from __future__ import annotations
 import argparse, json, os, subprocess, sys, tempfile, time
@@ -51,6 +54,7 @@ PLAN = ([(w, n, busy, s) for w, n in (('transform', 200_000), ('fit', 100_000), 
 QUICK = {('transform', 200_000): 20_000, ('fit', 100_000): 3_000, ('audit', 1_000_000): 3_000,
          ('fit', 1_000_000): 6_000}
 TIMEOUT, WAIT_S, RATIO = 15 * 60, 120, 1.2
+ATTEMPTS, DISTURBED = 3, 0.10   # a short measurement others disturbed (over 10% of the CPUs) runs again, up to 3 times
 SOURCES = ('dimfree.py', 'audit.py', 'rows.py', 'kernels.py', 'embedding.py', 'checks.py')
 
 
@@ -155,13 +159,13 @@ def fmt(r):
     ratio = '' if r.get('ratio') is None else f"{r['ratio']:.2f}"
     return (f"| {r['workload']} | {r['label_n']:,} | {'yes' if r['busy'] else 'no'} | {SETTINGS[r['setting']]} "
             f"| {val} {'points/s' if r['unit'] == 'points/s' else 's'} | {tgt} | {'yes' if r['met'] else 'NO'} "
-            f"| {ratio} | {r.get('others_busy', float('nan')):.0%} |")
+            f"| {ratio} | {r.get('others_busy', float('nan')):.0%} | {len(r.get('attempts', [1]))} |")
 
 
 def write(rows, out, total, quick, pending):
     from deccal.checks import atomic_write
     head = ['| workload | n | another process busy on one core | setting | figure | target | met? '
-            '| / best setting | others busy |', '|---|---|---|---|---|---|---|---|---|']
+            '| / best setting | others busy | tries |', '|---|---|---|---|---|---|---|---|---|---|']
     dflt = [r for r in rows if r['setting'] == 'default']
     lines = []
     for (w, n), (unit, target) in TARGETS.items():
@@ -184,7 +188,8 @@ def write(rows, out, total, quick, pending):
         "settings. 'figure': the fit's or the audit's wall seconds, or the transform's points per second (median of 3 "
         "transforms of 200,000 points at T = 50, A = 5). '/ best setting': for the same workload, n and busy core, the "
         "figure over the best figure among the settings measured (1.00: this setting is the best). 'others busy': "
-        "share of the 2 CPUs used by other processes (not the measured one, not the busy loop) during the subprocess."
+        "share of the 2 CPUs used by other processes (not the measured one, not the busy loop) during the subprocess; "
+        "'tries': subprocesses run for the row (a disturbed short measurement is run again, the least disturbed kept)."
         + (' QUICK RUN: tiny sizes, not the targets.' if quick else ''), '',
         *head, *[fmt(r) for r in rows], '', "Deccal's default against the targets:", '', *lines, '',
         '```json', json.dumps(dict(rows=rows, total_seconds=total, quick=quick, pending=pending)), '```', ''])
@@ -220,8 +225,15 @@ def main(argv=None):
         print(f"transform's calibrator: {fit['rounds']} rounds, basis {fit['basis_atoms']} atoms", flush=True)
         for i, (w, n, busy, s) in enumerate(plan):
             m = QUICK[(w, n)] if a.quick else n
-            r = measure(w, m, busy, s, path)
-            r['label_n'] = n
+            tries = []
+            for _ in range(1 if (w, n) == ('fit', 1_000_000) else ATTEMPTS):
+                tries.append(measure(w, m, busy, s, path))
+                if tries[-1].get('timeout') or tries[-1]['others_busy'] <= DISTURBED: break
+                print(f"  ({w}, busy core {busy}, {SETTINGS[s]}: others busy {tries[-1]['others_busy']:.0%}, again)",
+                      flush=True)
+            r = min(tries, key=lambda q: q.get('others_busy', 0.0))
+            r['label_n'], r['attempts'] = n, [dict(figure=figure(dict(q, workload=w)), others_busy=q.get('others_busy'))
+                                              for q in tries]
             rows.append(r)
             judge(rows)
             print(fmt(r), flush=True)
