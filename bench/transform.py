@@ -151,16 +151,17 @@ def _steps(cal, pred, clock):
         n2 = part.sq_norms(cal.params_['kernel'])
         c = np.minimum(1.0, R2 / np.sqrt(np.maximum(n2, 1e-300)))
         t = tick('_replay: sq_norms, c', t, "(N_b,)")
-        hy = part.evaluate(b.kernel, b.Y)
+        hy = np.ascontiguousarray(part.evaluate(b.kernel, b.Y))
         t = tick('_replay: basis.h, outcome atoms: part.evaluate(kernel, basis.Y)', t, f"(N_b, {len(b.Y)})")
-        hp = part.inner(b.kernel, b.P)
+        hp = np.ascontiguousarray(part.inner(b.kernel, b.P))
         t = tick('_replay: basis.h, prediction atoms: part.inner(kernel, basis.P)', t, f"(N_b, {b.P.n})")
         c_out, n2_out = np.empty(Nb), np.empty(Nb)
         with blas_controller().limit(limits=1):
             _replay_rows(hy, hp, S['CDy'], S['CDp'], S['BC'], S['GD'], n2, c, float(beta), float(R2), int(A),
                          coef[i0:i1], c_out, n2_out, np.empty((0, Nb)), np.empty((0, Nb)))
         cc[i0:i1] = c_out
-        t = tick('_replay: _replay_rows (Numba, tiles of 64 rows in parallel: [C; D] h by BLAS, then the rounds)', t,
+        t = tick('_replay: _replay_rows (Numba, tiles of 64 rows in parallel: [C; D] h by BLAS, then the rounds in '
+                 'chunks of 10, the later rounds\' share by BLAS)', t,
                  f"(2 TA, {b.m}) @ ({b.m}, 64) per tile, TA = {TA}; {TA // A} rounds")
     out = FactoredEmbedding(pred, S['U'], S['F'], coef, cc)
     t = tick('transform: FactoredEmbedding(...) of the output (checks of coef)', t, f"coef {coef.shape}")
