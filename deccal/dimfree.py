@@ -401,12 +401,18 @@ def _stacked(self:DimFreeDeCal) -> dict:
     return self._stack_cache[1]
 
 # %% ../nbs/08_dimfreedecal.ipynb
-_TILE = 64   # rows per task of the replay kernel (a task's decisions, T A x 64, stay in the core's cache)
+_TILE = 64    # rows per task of the replay kernel (a task's state, 3 T A x 64 numbers, stays in the core's cache)
+_CHUNK = 10   # rounds per chunk of the blocked update of the later rounds' loss estimates and norms
+import scipy.linalg.cython_blas  # noqa: F401  (the BLAS Numba's gemm wrapper loads, imported before the kernel runs)
+_GEMM = nb.types.ExternalFunction('numba_xxgemm', nb.types.intc(   # Numba's own wrapper of BLAS dgemm (np.dot's)
+    nb.types.char, nb.types.char, nb.types.char, nb.types.intp, nb.types.intp, nb.types.intp, nb.types.voidptr,
+    nb.types.voidptr, nb.types.intp, nb.types.voidptr, nb.types.intp, nb.types.voidptr, nb.types.voidptr,
+    nb.types.intp))
 
 @nb.njit(cache=True, parallel=True)
-def _replay_rows(hy, hp,   # (N, m_y), (N, m_p): h(x) = <v_j, p0(x)>, outcome atoms then prediction atoms
-                 CDy, CDp, # (2 T A, m_y), (2 T A, m_p): [C; D] on them
-                 BC, GD,   # (T A, T A): D_s K C_t^T and D_s K D_t^T
+def _replay_rows(hy, hp,   # (N, m_y), (N, m_p) C-contiguous: h(x) = <v_j, p0(x)>, outcome atoms then prediction atoms
+                 CDy, CDp, # (2 T A, m_y), (2 T A, m_p) C-contiguous: [C; D] on them
+                 BC, GD,   # (T A, T A) C-contiguous: D_s K C_t^T and D_s K D_t^T
                  n2_in,    # (N,) ||p0(x)||^2
                  c_in,     # (N,) the scale after the projection of p0
                  gm,       # (N, T) each round's group membership g(x) (the decisions are g(x) k(x)), or (0, T): 1
@@ -418,64 +424,86 @@ def _replay_rows(hy, hp,   # (N, m_y), (N, m_p): h(x) = <v_j, p0(x)>, outcome at
                  n2path,   # (T + 1, N) out: ||q||^2 after each round, or (0, N)
                 ):
     """The rounds for each point, in tiles of rows (one thread per tile, each row alone, in a fixed order): the tile's
-    [C; D] h(x) by one matrix product (BLAS, one thread), then round after round."""
+    [C; D] h(x) by one matrix product (BLAS dgemm, one thread), then the rounds in chunks of `_CHUNK` (blocked)."""
     TA, N = BC.shape[0], n2_in.shape[0]
+    T, my, mp = TA // A, hy.shape[1], hp.shape[1]
     path, grouped = cpath.shape[0] > 0, gm.shape[0] > 0
     for b in nb.prange((N + _TILE - 1) // _TILE):
         i0 = b * _TILE
         L = min(_TILE, N - i0)
-        HT = np.zeros((2 * TA, L))              # C h(x), then D h(x), one column per point of the tile
-        if hy.shape[1]: HT += np.dot(CDy, np.ascontiguousarray(hy[i0:i0 + L]).T)
-        if hp.shape[1]: HT += np.dot(CDp, np.ascontiguousarray(hp[i0:i0 + L]).T)
+        one = np.ones(1)
+        # HT: C h(x), then D h(x), one column per point of the tile; in Fortran order HT^T (L x 2 T A) += h^T [C; D]^T,
+        # accumulated in place by dgemm (no temporary, no copy of the tile's rows)
+        HT = np.zeros((2 * TA, L))
+        if my: _GEMM(ord('d'), ord('T'), ord('N'), L, 2 * TA, my, one.ctypes, hy[i0:].ctypes, my, CDy.ctypes, my,
+                     one.ctypes, HT.ctypes, L)
+        if mp: _GEMM(ord('d'), ord('T'), ord('N'), L, 2 * TA, mp, one.ctypes, hp[i0:].ctypes, mp, CDp.ctypes, mp,
+                     one.ctypes, HT.ctypes, L)
         aT = np.empty((TA, L))                  # the tile's decisions so far, rows innermost
-        Me, Md = np.empty((A, L)), np.empty((A, L))
-        F, kk = np.empty(A), np.empty(A)
+        lo, tot, lin, quad, g = np.empty(L), np.empty(L), np.empty(L), np.empty(L), np.empty(L)
         c, n2 = c_in[i0:i0 + L].copy(), n2_in[i0:i0 + L].copy()
         if path:
             for i in range(L): cpath[0, i0 + i] = c[i]; n2path[0, i0 + i] = n2[i]
-        for t in range(TA // A):
-            t0 = t * A
-            for j in range(A):
-                for i in range(L): Me[j, i] = HT[t0 + j, i]; Md[j, i] = HT[TA + t0 + j, i]
-            s4 = t0 - t0 % 4                    # the earlier rounds' share, four decisions at a time
-            for s in range(0, s4, 4):
+        # Blocked ("right-looking") rounds: row t of HT holds C_t q and D_t q with q including every round before the
+        # current chunk; within a chunk the earlier rounds of the same chunk are added by scalar loops; after a chunk
+        # [s0, s1) of decisions, its share in all later rounds is added at once by two products (BLAS):
+        # HT[s1:TA] += BC[s0:s1, s1:]^T aT[s0:s1] and HT[TA + s1:] += GD[s0:s1, s1:]^T aT[s0:s1].
+        for q0 in range(0, T, _CHUNK):
+            q1 = min(T, q0 + _CHUNK)
+            s0, s1 = q0 * A, q1 * A
+            for t in range(q0, q1):
+                t0 = t * A
+                Me, Md = HT[t0:t0 + A], HT[TA + t0:TA + t0 + A]   # C_t q, D_t q of the tile's rows
+                s4 = t0 - (t0 - s0) % 4                # the chunk's earlier rounds' share, four decisions at a time
+                for s in range(s0, s4, 4):
+                    for j in range(A):
+                        b0, b1, b2, b3 = BC[s, t0 + j], BC[s + 1, t0 + j], BC[s + 2, t0 + j], BC[s + 3, t0 + j]
+                        g0, g1, g2, g3 = GD[s, t0 + j], GD[s + 1, t0 + j], GD[s + 2, t0 + j], GD[s + 3, t0 + j]
+                        for i in range(L):
+                            x0, x1, x2, x3 = aT[s, i], aT[s + 1, i], aT[s + 2, i], aT[s + 3, i]
+                            Me[j, i] += (b0 * x0 + b1 * x1) + (b2 * x2 + b3 * x3)
+                            Md[j, i] += (g0 * x0 + g1 * x1) + (g2 * x2 + g3 * x3)
+                for s in range(s4, t0):
+                    for j in range(A):
+                        bc, gd = BC[s, t0 + j], GD[s, t0 + j]
+                        for i in range(L): Me[j, i] += bc * aT[s, i]; Md[j, i] += gd * aT[s, i]
+                # the round's decisions, as quantal_response, over the scale; each step a loop across the tile's rows
+                kk = aT[t0:t0 + A]
+                for i in range(L): lo[i] = c[i] * Me[0, i]               # the rule's loss estimates on p = c q
+                for j in range(1, A):
+                    for i in range(L): lo[i] = min(lo[i], c[i] * Me[j, i])
                 for j in range(A):
-                    b0, b1, b2, b3 = BC[s, t0 + j], BC[s + 1, t0 + j], BC[s + 2, t0 + j], BC[s + 3, t0 + j]
-                    g0, g1, g2, g3 = GD[s, t0 + j], GD[s + 1, t0 + j], GD[s + 2, t0 + j], GD[s + 3, t0 + j]
-                    for i in range(L):
-                        x0, x1, x2, x3 = aT[s, i], aT[s + 1, i], aT[s + 2, i], aT[s + 3, i]
-                        Me[j, i] += (b0 * x0 + b1 * x1) + (b2 * x2 + b3 * x3)
-                        Md[j, i] += (g0 * x0 + g1 * x1) + (g2 * x2 + g3 * x3)
-            for s in range(s4, t0):
+                    for i in range(L): kk[j, i] = math.exp(-beta * (c[i] * Me[j, i] - lo[i]))
+                for i in range(L): tot[i] = kk[0, i]
+                for j in range(1, A):
+                    for i in range(L): tot[i] += kk[j, i]
                 for j in range(A):
-                    bc, gd = BC[s, t0 + j], GD[s, t0 + j]
-                    for i in range(L): Me[j, i] += bc * aT[s, i]; Md[j, i] += gd * aT[s, i]
-            for i in range(L):
-                ci = c[i]
-                for j in range(A): F[j] = ci * Me[j, i]          # the rule's loss estimates on p = c q
-                lo = F[0]                                        # its quantal response, as quantal_response
-                for j in range(1, A): lo = min(lo, F[j])
-                tot = 0.0
-                for j in range(A):
-                    e = math.exp(-beta * (F[j] - lo)); kk[j] = e; tot += e
-                for j in range(A): kk[j] = kk[j] / tot / ci
-                if grouped:
-                    gi = gm[i0 + i, t]
-                    for j in range(A): kk[j] *= gi
-                lin, quad = 0.0, 0.0
-                for j in range(A):
-                    lin += kk[j] * Md[j, i]
-                    g = 0.0
-                    for l in range(A): g += GD[t0 + j, t0 + l] * kk[l]
-                    quad += kk[j] * g
-                v = n2[i] + 2 * lin + quad                       # ||q + a_t . d_t||^2
-                n2[i] = v
-                c[i] = min(ci, R2 / math.sqrt(max(v, 1e-300)))  # projection onto the ball of radius R2
-                for j in range(A): aT[t0 + j, i] = kk[j]
-                if path: cpath[t + 1, i0 + i] = c[i]; n2path[t + 1, i0 + i] = v
+                    for i in range(L): kk[j, i] = kk[j, i] / tot[i] / c[i]
+                if grouped:                            # a round within a group: the decisions times g(x)
+                    for j in range(A):
+                        for i in range(L): kk[j, i] *= gm[i0 + i, t]
+                for i in range(L): lin[i] = 0.0; quad[i] = 0.0
+                for j in range(A):                     # <a_t, D_t q> and a_t^T (D_t K D_t^T) a_t
+                    for i in range(L): lin[i] += kk[j, i] * Md[j, i]; g[i] = 0.0
+                    for l in range(A):
+                        gl = GD[t0 + j, t0 + l]
+                        for i in range(L): g[i] += gl * kk[l, i]
+                    for i in range(L): quad[i] += kk[j, i] * g[i]
+                for i in range(L):
+                    v = n2[i] + 2 * lin[i] + quad[i]                     # ||q + a_t . d_t||^2
+                    n2[i] = v
+                    c[i] = min(c[i], R2 / math.sqrt(max(v, 1e-300)))     # projection onto the ball of radius R2
+                if path:
+                    for i in range(L): cpath[t + 1, i0 + i] = c[i]; n2path[t + 1, i0 + i] = n2[i]
+            if q1 < T:    # Fortran order: HT^T[:, later] += aT[s0:s1]^T BC[s0:s1, later], in place, no copies
+                _GEMM(ord('d'), ord('N'), ord('T'), L, TA - s1, s1 - s0, one.ctypes, aT[s0:].ctypes, L,
+                      BC[s0:, s1:].ctypes, TA, one.ctypes, HT[s1:].ctypes, L)
+                _GEMM(ord('d'), ord('N'), ord('T'), L, TA - s1, s1 - s0, one.ctypes, aT[s0:].ctypes, L,
+                      GD[s0:, s1:].ctypes, TA, one.ctypes, HT[TA + s1:].ctypes, L)
         for i in range(L):
             c_out[i0 + i] = c[i]; n2_out[i0 + i] = n2[i]
             for s in range(TA): a_out[i0 + i, s] = aT[s, i]
+
 
 # %% ../nbs/08_dimfreedecal.ipynb #3ac46ef1
 @patch
@@ -492,8 +520,8 @@ def _replay(self:DimFreeDeCal, pred:Embedding, path:bool=False,
     c = np.minimum(1.0, R2 / np.sqrt(np.maximum(n2, 1e-300)))
     if not TA: return (c, np.zeros((N, 0)), n2, [c], [n2]) if path else (c, np.zeros((N, 0)), n2)
     b, kern = self.basis_, self.params_['kernel']         # h(x) in its two parts (no copy into one array)
-    hy = pred.evaluate(kern, b.Y) if len(b.Y) else np.zeros((N, 0))
-    hp = pred.inner(kern, b.P) if b.P.n else np.zeros((N, 0))
+    hy = np.ascontiguousarray(pred.evaluate(kern, b.Y)) if len(b.Y) else np.zeros((N, 0))   # rows contiguous:
+    hp = np.ascontiguousarray(pred.inner(kern, b.P)) if b.P.n else np.zeros((N, 0))          # the kernel's dgemm
     a = np.empty((N, TA)) if out is None else out
     gm = np.empty((0, TA // A)) if groups is None else np.ascontiguousarray(groups[:, S['group']])
     c_out, n2_out = np.empty(N), np.empty(N)

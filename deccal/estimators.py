@@ -33,13 +33,13 @@ from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
 from .crossfit import CrossFitDeCal
 from .metrics import cost_stack, segment_gaps
-from .groups import Groups
+from .groups import Groups, FeatureTable, column_kind
 
 # %% auto #0
 __all__ = ['SEARCH', 'PROBA_FLOORS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS', 'calibrator_for',
-           'check_frozen_fitted', 'DecisionCalibratedClassifier', 'project_simplex_floor', 'segment_family',
-           'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf', 'in_kernel_domain',
-           'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work']
+           'check_frozen_fitted', 'DecisionCalibratedClassifier', 'project_simplex_floor', 'categorical_columns',
+           'segment_family', 'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf',
+           'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -138,9 +138,9 @@ class _DecisionCalibratedBase(BaseEstimator):
         min_gain_se:float=2.0,
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
-        # segments of the population audited and patched one by one: 'auto' (found from a DataFrame's columns:
-        # levels of categorical ones, quantile bins of numeric ones; an array: none), a list of column names (or an
-        # array's column positions), a fitted deccal.groups.Groups, or None (no segments)
+        # segments of the population audited and patched one by one: 'auto' (the levels of X's categorical
+        # columns: strings or categories; a numeric X has none), a list of column names (or positions: their
+        # levels, or quantile bins of numeric ones), a fitted deccal.groups.Groups, or None (no segments)
         segments='auto',
         max_segments:int=32,             # 'auto' or named columns: keep at most this many segments (the largest)
     ):
@@ -264,7 +264,7 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         min_gain_se:float=2.0,
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
-        # segments audited and patched one by one: 'auto' (from a DataFrame's columns; an array: none), column
+        # segments audited and patched one by one: 'auto' (the levels of X's categorical columns), column
         # names or positions, a Groups, or None
         segments='auto',
         max_segments:int=32,             # keep at most this many segments (the largest)
@@ -373,21 +373,35 @@ def _check_X(est, X):
     Xv = validate_data(est, X, reset=False, accept_sparse=['csr', 'csc'], dtype=None, ensure_all_finite=False)
     return X if hasattr(X, 'iloc') else Xv
 
+# %% ../nbs/85_estimators.ipynb #f28d3791
+def categorical_columns(X, # the features (a DataFrame, or a 2-D array: columns x0, x1, ...)
+                       ) -> list: # the names of the columns whose values are strings or categories
+    """The columns `segments='auto'` reads: strings or categories, whose levels name segments of the population.
+    Numeric and boolean columns are left to be named: their quantile bins are segments only if the user says so, and
+    a numeric table then gives the same answer as a DataFrame or as an array."""
+    table, out = FeatureTable(X), []
+    for name in table.names:
+        try: kind = column_kind(*table.read(name), name)[0]
+        except DeccalError: continue                   # mixed kinds: not a category
+        if kind == 'category': out.append(name)
+    return out
+
 # %% ../nbs/85_estimators.ipynb #c47a5197
 def segment_family(segments,          # the `segments` parameter: 'auto', column names or positions, a Groups, None
                    X,                 # the features as fitted (a DataFrame keeps its column names)
                    max_segments:int,  # the largest number of segments kept
                   ) -> Groups:        # the family of segments, or None when there is none beyond everyone
-    """The segments an estimator audits: with 'auto', found from every column of a DataFrame (an array's columns have
-    no names or kinds to say what a segment is: none); found from the named columns; or given as a Groups."""
+    """The segments an estimator audits: with 'auto', the levels of X's categorical columns (strings or categories;
+    none in a numeric X); the named columns' levels or quantile bins; or a given Groups."""
     if segments is None: return None
     if isinstance(segments, Groups): family = segments
-    elif isinstance(segments, str) and segments == 'auto' and not hasattr(X, 'columns'): return None
     elif scipy.sparse.issparse(X):
+        if isinstance(segments, str): return None
         raise DeccalError('segments', "segments from named columns need a dense X or a DataFrame, not a sparse matrix")
     else:
-        family = Groups.from_features(X, columns=None if segments == 'auto' else list(segments),
-                                      max_groups=max_segments + 1)
+        columns = categorical_columns(X) if isinstance(segments, str) else list(segments)
+        if not columns: return None
+        family = Groups.from_features(X, columns=columns, max_groups=max_segments + 1)
     return family if len(family) > 1 else None
 
 # %% ../nbs/85_estimators.ipynb #514345de
@@ -578,7 +592,7 @@ class DecisionCalibratedRegressor(RegressorMixin, _DecisionCalibratedBase):
         min_gain_se:float=2.0,
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
-        # segments audited and patched one by one: 'auto' (from a DataFrame's columns; an array: none), column
+        # segments audited and patched one by one: 'auto' (the levels of X's categorical columns), column
         # names or positions, a Groups, or None
         segments='auto',
         max_segments:int=32,             # keep at most this many segments (the largest)
