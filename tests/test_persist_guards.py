@@ -75,7 +75,7 @@ def test_save_over_a_writable_file_still_works(fitted, tmp_path):
 def test_saved_file_holds_its_checksum(fitted, tmp_path):
     fitted[0].save(tmp_path / 'c.npz')
     a = arrays_of(tmp_path / 'c.npz')
-    assert int(a['version']) == persist.FORMAT_VERSION == 4 and 4 in persist.READS
+    assert int(a['version']) == persist.FORMAT_VERSION == 5 and {4, 5} <= set(persist.READS)
     assert str(a['checksum']) == persist.calibrator_checksum(a)
     assert len(str(a['checksum'])) == 64 and int(str(a['checksum']), 16) >= 0         # a sha256 in hex
 
@@ -133,7 +133,21 @@ def test_version_3_file_still_loads(fitted, tmp_path):
     np.savez(tmp_path / 'v3.npz', **{**v3, 'version': np.array(3)})
     assert np.array_equal(persist.load_calibrator(tmp_path / 'v3.npz').transform(new).theta, cal.transform(new).theta)
     np.savez(tmp_path / 'v4.npz', **v3)
-    with pytest.raises(DeccalError, match='version 4 but no checksum'): persist.load_calibrator(tmp_path / 'v4.npz')
+    with pytest.raises(DeccalError, match='version 4 or later but no checksum'):
+        persist.load_calibrator(tmp_path / 'v4.npz')
+
+
+def test_version_4_file_still_loads(fitted, tmp_path):
+    "A version 4 file (a checksum, no rounds' groups: written before groups existed) loads to the same calibrator."
+    cal, new = fitted
+    cal.save(tmp_path / 'c.npz')
+    a = {k: v for k, v in arrays_of(tmp_path / 'c.npz').items() if k not in ('checksum', 'group', 'n_groups_')}
+    a['version'] = np.array(4)
+    a['checksum'] = np.array(persist.calibrator_checksum(a))
+    np.savez(tmp_path / 'v4.npz', **a)
+    back = persist.load_calibrator(tmp_path / 'v4.npz')
+    assert back.n_groups_ is None
+    assert np.array_equal(back.transform(new).theta, cal.transform(new).theta)
 
 
 # 4. other files, named for what they are ----------------------------------------------------------------
