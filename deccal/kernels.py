@@ -304,6 +304,13 @@ class Kernel:
                 raise DeccalError(name, f"K(y, y) = {self._diag_formula} is about {_power_of_10(ld[i])} at row {i} "
                                         f"(||y|| = {norm:.3g}), above {self.max_diag:g}; rescale {name} (e.g. "
                                         "divide it by its largest norm)")
+        if len(Y):                                     # squared norms and distances must stay finite
+            ls = _log_sq_norms(Y)
+            i = int(np.argmax(ls))
+            if ls[i] > math.log(1e306):     # (distances are at most 4 times the larger norm)
+                raise DeccalError(name, f"||y||^2 is about {_power_of_10(ls[i])} at row {i}, above 1e306: squared "
+                                        f"norms and distances would overflow; rescale {name} (e.g. divide it by its "
+                                        "largest norm)")
         return Y
 
     def _pair(self, A, B, nameA, nameB):

@@ -1,4 +1,5 @@
 """The auditor's landmark path (linear in n): exact value for the pair it returns, close to the exact path, checks."""
+import sys
 import numpy as np
 import pytest
 import deccal
@@ -63,15 +64,15 @@ def test_fit_searches_a_part_and_patches_from_every_row():
 def test_rows_path_stops_only_when_the_searched_part_is_below_the_target(monkeypatch):
     """The row-block fit stops at 3 eps / 4 only when both the value its search reached on the part and the found rule's
     value on every row are below it."""
-    import deccal.dimfree as dm
+    am = sys.modules['deccal.audit']   # the module (deccal.audit is also the function): the rounds search through it
     rng = np.random.default_rng(4)
     x = rng.normal(size=(400, 2)); p, Y = Embedding.from_points(0.7 * x), x + 0.2 * rng.normal(size=(400, 2))
     kw = dict(n_actions=3, beta=4.0, R1=1.0, max_rounds=4, early_stopping=False, search_max=120)
     v0 = deccal.DimFreeDeCal(deccal.Linear(), eps=0.01, **kw).fit(p, Y).history_[0]['audit_value']   # on every row
-    real = dm.search_rule
+    real = am.search_rule
     def fit(part_value, eps):
         # the part's value, as reported
-        monkeypatch.setattr(dm, 'search_rule', lambda *a, **k: (real(*a, **k)[0], [part_value]))
+        monkeypatch.setattr(am, 'search_rule', lambda *a, **k: (real(*a, **k)[0], [part_value]))
         return deccal.DimFreeDeCal(deccal.Linear(), eps=eps, **kw).fit(p, Y)
     easy, hard = 2 * v0 / 0.75, 1e-6 * v0          # 3 eps / 4 above round 0's value on every row / below any value
     c = fit(0.0, easy)
