@@ -21,7 +21,7 @@ Warm-up: in-memory and Dask fits and audits on a few hundred points (Numba compi
 client and in both workers).  Then, in this order: Dask's per-task overhead (1,000 no-op delayed tasks), the
 in-memory fit, the Dask fit with max_rounds=0 (its one-off setup: the R2 pass, the basis, building and persisting
 the row state, one square-loss pass), the Dask fit, the in-memory audit, the Dask audit.  Measured: wall time;
-the client's `search_rule` and `gather_search` time (deccal.dimfree's functions wrapped with timers in the client:
+the client's `search_groups` and `gather_search` time (deccal.dimfree's functions wrapped with timers in the client:
 no library code is changed); `dask_traffic_` / `info['traffic']` (deccal's own count of the payload bytes,
 `dask.sizeof`, sent to and received from the blocks); the bytes through the loopback interface (psutil; all of
 the cluster's traffic -- client, scheduler and workers talk over 127.0.0.1 -- including Dask's own messages, and
@@ -104,7 +104,7 @@ def one(n, chunk, rounds=ROUNDS):
     marks = []                                              # (time, search s, gather s so far) at each round's patch: the steady per-round figures
     def mark(event):
         if event == 'round': marks.append((time.perf_counter(), T.get('search', 0.0), T.get('gather', 0.0)))
-    T = instrument(mark)                                    # client-side timers: search_rule, gather_search, make_basis, whiten
+    T = instrument(mark)                                    # client-side timers: search_groups, gather_search, make_basis, whiten
     dmap = ddk._DaskRows.map
     def dask_map(self, method, *args):
         out = dmap(self, method, *args)

@@ -25,7 +25,7 @@ before each run the parent waits (up to 60 s; the first series waited up to 10 m
 (the checkout is shared); `others busy` = share of the CPUs other processes used in the second before the run (as audit_scale.py), and
 `others during` = the same over the timed fit (whole-machine busy CPU from /proc/stat minus this process's).
 The fit's parts are timed by wrapping deccal.dimfree's module functions in the subprocess (no library code is
-changed): the basis (`make_basis` + `whiten`), the row state (`LocalRows.build`), the searches (`search_rule`) and
+changed): the basis (`make_basis` + `whiten`), the row state (`LocalRows.build`), the searches (`search_groups`, which runs `search_rule`) and
 the gathering of the search rows (`gather_search`); the rest of the time is the per-round row work (square loss,
 the rule's statistics, the patch and projection of every row).  The time exponent is the least-squares slope of
 log(time) on log(n) over n >= 30,000 (r = 300).  A run that takes more than 15 minutes is stopped and recorded.
@@ -71,7 +71,7 @@ def instrument(progress=None):
                 T[name] = T.get(name, 0.0) + time.perf_counter() - t
                 T[name + '_calls'] = T.get(name + '_calls', 0) + 1
         return g
-    dfm.search_rule = timed('search', dfm.search_rule)
+    dfm.search_groups = timed('search', dfm.search_groups)
     dfm.make_basis = timed('basis', dfm.make_basis)
     dfm.whiten = timed('whiten', dfm.whiten)
     dfm.gather_search = timed('gather', dfm.gather_search)
@@ -155,7 +155,7 @@ def profile_one(n=100_000, rounds=5, top=30):
             return f(*a, **k)
         return g
     dau._objective = record('audit._objective (SP, SR)', dau._objective, lambda v, SP, SR, *r: (SP.shape, SR.shape))
-    dfm.search_rule = record('dimfree.search_rule (S, T)', dfm.search_rule, lambda S, T, *r, **k: (S.shape, T.shape))
+    dfm.search_groups = record('dimfree.search_groups (S, T)', dfm.search_groups, lambda S, T, *r, **k: (S.shape, T.shape))
     for meth in ('stats', 'patch', 'square_loss_sum', 'take'):
         setattr(importlib.import_module('deccal.rows').Rows, meth, record(f'_Rows.{meth} (x per block)', getattr(importlib.import_module('deccal.rows').Rows, meth), lambda self, *a, **k: self.x.shape))
     px, y = make_data(n)
