@@ -353,7 +353,7 @@ class SegmentGapDisplay:
 
 # %% ../nbs/86_metrics.ipynb #4456fa38
 @patch(cls_method=True)
-def from_predictions(
+def from_predictions(  # noqa: F811 (SegmentGapDisplay's, patched)
     cls:SegmentGapDisplay,
     y_true,                 # (n,) true labels
     y_prob_before,          # (n, C) probabilities before (or vectors of R^C); (n,) for P(second class)
@@ -383,7 +383,7 @@ def from_predictions(
 
 # %% ../nbs/86_metrics.ipynb #0dab5640
 @patch(cls_method=True)
-def from_estimator(
+def from_estimator(  # noqa: F811 (SegmentGapDisplay's, patched)
     cls:SegmentGapDisplay,
     estimator,              # a fitted classifier (predict_proba); a DecisionCalibratedClassifier shows before/after
     X,                      # (n, n_features) features
