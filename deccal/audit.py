@@ -12,7 +12,7 @@ from . import checks
 from statistics import NormalDist
 from .checks import (DeccalError, DeccalTypeError, check_array, check_bool, check_int, check_number,
                            check_positive, check_radius, check_rows, check_seed, check_choice, Progress)
-from .checks import one_blas_thread, check_groups
+from .checks import one_blas_thread, check_groups, check_memory
 from .kernels import Kernel
 from .losses import Loss
 from .embedding import Embedding
@@ -22,10 +22,10 @@ from .rows import backend_for
 
 
 # %% auto #0
-__all__ = ['AUDIT_RADII', 'LANDMARKS_ABOVE', 'search_rule', 'group_values', 'search_groups', 'AuditResult', 'audit',
-           'check_holdout', 'remeasure', 'landmark_basis', 'landmark_coords', 'landmark_factors', 'landmark_search',
-           'landmark_G', 'landmark_losses', 'certify', 'BestResponseAudit', 'explicit_predictions',
-           'audit_best_response']
+__all__ = ['AUDIT_RADII', 'MAX_STARTS', 'LANDMARKS_ABOVE', 'search_rule', 'group_values', 'search_groups', 'AuditResult',
+           'search_bytes', 'audit', 'check_holdout', 'remeasure', 'landmark_basis', 'landmark_coords',
+           'landmark_factors', 'landmark_search', 'landmark_G', 'landmark_losses', 'certify', 'BestResponseAudit',
+           'explicit_predictions', 'audit_best_response']
 
 # %% ../nbs/06_audit.ipynb #09ed6b0c
 _TILE_ATOMS = 2048
@@ -414,6 +414,15 @@ def _check_outcomes(Y, pred, kernel) -> np.ndarray:
 # %% ../nbs/06_audit.ipynb #2bcd00be
 AUDIT_RADII = (1e-250, 1e250)   # the radii R1 the auditor accepts: its search never squares R1, but 1e305 overflows
 
+# %% ../nbs/06_audit.ipynb #9b87009a
+MAX_STARTS = 1_000   # the most local searches an audit runs (each costs about one audit with one start)
+
+def search_bytes(n:int,          # rows searched
+                 n_actions:int,  # |A|
+                ) -> float:
+    "Bytes of the search's two (n, A) arrays (the actions' scores and their quantal responses): 8 bytes a number."
+    return 2 * 8.0 * n * n_actions
+
 # %% ../nbs/06_audit.ipynb #81090ea3
 def _audit_options(n_actions, beta, R1, seed, holdout, n_starts, max_iter, exact_max, method, landmark_rows,
                    search_max, trace_tol, max_rank, delta, R2, weights, inits, verbose, groups=None,
@@ -426,7 +435,7 @@ def _audit_options(n_actions, beta, R1, seed, holdout, n_starts, max_iter, exact
     except TypeError:
         raise DeccalTypeError('inits', f"expected a sequence of (n_actions, rank) arrays, got {inits!r}") from None
     inits = [check_array(U, 'inits', ndim=2) for U in inits]
-    n_starts = check_int(n_starts, 'n_starts', 0 if inits else 1)
+    n_starts = check_int(n_starts, 'n_starts', 0 if inits else 1, MAX_STARTS)
     max_iter, exact_max = check_int(max_iter, 'max_iter', 1), check_int(exact_max, 'exact_max', 0)
     max_rank, trace_tol = check_int(max_rank, 'max_rank', 1), check_number(trace_tol, 'trace_tol', 0, 1)
     delta = check_number(delta, 'delta', 0, 1)
@@ -462,6 +471,8 @@ def _audit_in_memory(pred:Embedding,  # predictions p(x_i) on the audit sample
         holdout, Gh = holdout[:2], holdout[2]
     if holdout is not None: holdout = check_holdout(holdout, kernel, pred.dim)   # bad held-out data fails first
     if Gh is not None: Gh = check_groups(Gh, holdout[0].n, 'holdout', G.shape[1], 'holdout groups')
+    check_memory(search_bytes(max(n, 0 if holdout is None else holdout[0].n), A), 'n_actions',
+                 f"{A} actions on {n} rows")
     rng = np.random.default_rng(opts['seed'])
     if method == 'auto': method = 'exact' if n <= exact_max else 'randomized' if n <= LANDMARKS_ABOVE else 'landmarks'
     if method != 'landmarks': exact_max = n if method == 'exact' else 0 if method == 'randomized' else exact_max
@@ -599,7 +610,7 @@ def remeasure(res:AuditResult,    # an audit's result; the held-out numbers are 
                          pred.sq_norms(kernel).max()))
     res.info['R2'] = float(R2)
     half = 2 * res.R1 * R2 * np.sqrt(2 * np.log(2 / delta) / m)
-    z = NormalDist().inv_cdf(1 - delta / 2)
+    z = -NormalDist().inv_cdf(delta / 2)               # the upper delta/2 quantile, also for a tiny delta
     se = float(g.std(ddof=1) / np.sqrt(m)) if m > 1 else float('inf')
     res.holdout_value, res.holdout_se, res.holdout_m, res.delta = float(g.mean()), se, m, float(delta)
     res.holdout_ci = (res.holdout_value - half, res.holdout_value + half)
@@ -608,8 +619,9 @@ def remeasure(res:AuditResult,    # an audit's result; the held-out numbers are 
     res.holdout_upper, res.holdout_lower = b['normal_upper'], b['normal_lower']
     res.holdout_hoeffding_upper = b['hoeffding_upper']
     RR2 = res.R1 * R2
-    res.uniform_rate = float((A**1.5 * res.beta**2 * RR2**3 * max(np.log(RR2 * m), 1.0) + np.log(1 / delta))
-                             / np.sqrt(m))
+    with np.errstate(over='ignore'):                    # a huge beta or radius: the rate is infinite (vacuous)
+        res.uniform_rate = float((A**1.5 * np.float64(res.beta)**2 * np.float64(RR2)**3 * max(np.log(RR2 * m), 1.0)
+                                  + np.log(1 / delta)) / np.sqrt(m))
 
 # %% ../nbs/06_audit.ipynb #c9d87dee
 LANDMARKS_ABOVE = 5_000  # method='auto': landmarks above this n (measured faster: the benchmarks notebook)
@@ -790,7 +802,7 @@ def audit_best_response(
     if not hasattr(kernel, 'features'):
         raise DeccalError('kernel', f"{kernel!r} has no explicit feature map; use Linear, Polynomial or FeatureMap")
     R1, A, seed = check_radius(R1, 'R1', *AUDIT_RADII), check_int(n_actions, 'n_actions', 1), check_seed(seed)
-    n_starts, max_iter = check_int(n_starts, 'n_starts', 1), check_int(max_iter, 'max_iter', 1)
+    n_starts, max_iter = check_int(n_starts, 'n_starts', 1, MAX_STARTS), check_int(max_iter, 'max_iter', 1)
     try:
         betas = [check_positive(b, 'betas') for b in betas]
     except TypeError:

@@ -12,8 +12,9 @@ import numpy as np
 __all__ = ['RADIUS_RANGE', 'WEIGHT_RANGE', 'MEMORY_BUDGET', 'BLAS_THREADS', 'DeccalError', 'DeccalTypeError', 'NotFittedError',
            'check_array', 'as_points', 'is_number', 'check_number', 'check_positive', 'check_radius', 'check_bandwidth',
            'check_int', 'check_seed', 'random_generator', 'check_bool', 'check_choice', 'check_rows', 'weight_shift',
-           'check_sample_weight', 'check_groups', 'check_label_kinds', 'row_blocks', 'tiles', 'check_output_path',
-           'atomic_write', 'Progress', 'patch', 'on_dask', 'blas_controller', 'one_blas_thread']
+           'check_sample_weight', 'check_groups', 'check_label_kinds', 'row_blocks', 'tiles', 'available_memory',
+           'check_memory', 'check_output_path', 'atomic_write', 'Progress', 'patch', 'on_dask', 'blas_controller',
+           'one_blas_thread']
 
 # %% ../nbs/00_checks.ipynb #864c9464
 class DeccalError(ValueError):
@@ -282,6 +283,28 @@ def tiles(n:int,                  # rows
     cols = row_blocks(m, bytes_per_entry)
     width = cols[0][1] - cols[0][0] if cols else 0
     return row_blocks(n, bytes_per_entry * width + bytes_per_row), cols
+
+# %% ../nbs/00_checks.ipynb #a6f04da7
+def available_memory() -> int | None:
+    "Bytes of memory a new allocation can get: `MemAvailable` of /proc/meminfo, else the physical memory (or None)."
+    try:
+        with open('/proc/meminfo') as f:
+            for line in f:
+                if line.startswith('MemAvailable:'): return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError): pass
+    try: return os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')
+    except (AttributeError, ValueError, OSError): return None
+
+# %% ../nbs/00_checks.ipynb #73a00401
+def check_memory(need:float,  # bytes the arrays would take (estimated from their shapes)
+                 name:str,    # the argument (or command-line option) that asked for them
+                 what:str,    # what asked, in words ("300 actions on 1,000 rows")
+                ):
+    "Refuse, before they are allocated, arrays that alone need more memory than is available."
+    have = available_memory()
+    if have is not None and not need <= have:
+        raise DeccalError(name, f"{what} need about {need / 1e9:.3g} GB (estimated from the array shapes), more "
+                          f"than the {have / 1e9:.3g} GB of memory available")
 
 # %% ../nbs/00_checks.ipynb #7e2ab106
 def check_output_path(path,             # the file to be written

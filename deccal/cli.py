@@ -8,19 +8,19 @@ import argparse, json, os, signal, sys, threading, time
 from pathlib import Path
 import numpy as np
 from . import kernels
-from .checks import DeccalError, DeccalTypeError, atomic_write
+from .checks import DeccalError, DeccalTypeError, atomic_write, check_memory
 from .embedding import Embedding
 from .losses import cobb_douglas_loss
 from .decisions import no_type_regret, gap_function
-from .audit import audit
+from .audit import audit, search_bytes
 from .dimfree import DimFreeDeCal
 from .persist import load_calibrator, check_writable
 from .zhao import ZhaoDeCal
 
 
 # %% auto #0
-__all__ = ['KINDS', 'read_array', 'read_predictions', 'kernel_from_options', 'save_embedding', 'load_embedding',
-           'available_memory', 'cmd_audit', 'cmd_calibrate', 'cmd_transform', 'demo_data', 'run_demo', 'parser', 'main']
+__all__ = ['KINDS', 'read_array', 'read_predictions', 'kernel_from_options', 'save_embedding', 'load_embedding', 'cmd_audit',
+           'cmd_calibrate', 'cmd_transform', 'demo_data', 'run_demo', 'parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #9c80478f
 def _relabel(e:DeccalError, arg:str, prefix:str='') -> DeccalError:
@@ -173,34 +173,10 @@ def _check_not_an_input(a, out:str):
         if spec is not None and _same_file(target, _spec_file(spec)[0]):
             raise DeccalError(out, f"{str(target)!r} is also {opt}: the command would overwrite its own input")
 
-# %% ../nbs/90_cli.ipynb #930f495f
-def available_memory() -> int | None:
-    "Bytes of memory a new allocation can get: `MemAvailable` of /proc/meminfo, else the physical memory (or None)."
-    try:
-        with open('/proc/meminfo') as f:
-            for line in f:
-                if line.startswith('MemAvailable:'): return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError): pass
-    try: return os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')
-    except (AttributeError, ValueError, OSError): return None
-
-# %% ../nbs/90_cli.ipynb #405a774c
-def _search_bytes(n:int, n_actions:int) -> float:
-    "Bytes of the auditor's two (n, A) arrays (the actions' scores and their quantal responses): 8 bytes a number."
-    return 2 * 8.0 * n * n_actions
-
 # %% ../nbs/90_cli.ipynb #9546c9c1
 def _demo_bytes(n:int, d:int, B:int=8) -> float:
     "Bytes of the demo's data: S (n, B, d), the Embedding's copy Z and weights W (n, B), outcomes Y (n, d)."
     return 8.0 * n * (2 * B * d + B + d)
-
-# %% ../nbs/90_cli.ipynb #2fba6833
-def _check_memory(need:float, name:str, what:str):
-    "Refuse, before they are allocated, arrays that alone need more memory than is available."
-    have = available_memory()
-    if have is not None and need > have:
-        raise DeccalError(name, f"{what} need about {need / 1e9:.3g} GB (estimated from the array shapes), more "
-                          f"than the {have / 1e9:.3g} GB of memory available")
 
 # %% ../nbs/90_cli.ipynb #7b90acc2
 def _audit_summary(res) -> dict:
@@ -240,7 +216,7 @@ def cmd_audit(a) -> dict:
     k = kernel_from_options(a.kernel, a.gamma, a.degree, a.c)
     pred, Y = read_predictions(a.pred, a.kind, a.classes), read_array(a.y, '--y')
     hold = _holdout(a)
-    _check_memory(_search_bytes(max(pred.n, hold[0].n if hold else 0), a.actions), '--actions',
+    check_memory(search_bytes(max(pred.n, hold[0].n if hold else 0), a.actions), '--actions',
                   f"{a.actions} actions on {pred.n} rows")
     res = audit(pred, Y, k, n_actions=a.actions, beta=a.beta, R1=a.R1, seed=a.seed, holdout=hold, delta=a.delta,
                 verbose=not a.quiet)
@@ -248,7 +224,6 @@ def cmd_audit(a) -> dict:
     rep = dict(command='audit', kernel=repr(k), actions=a.actions, beta=a.beta, R1=a.R1, audit=_audit_summary(res))
     if a.report is not None: _write_json(a.report, rep, '--report'); print(f"wrote {a.report}")
     return rep
-
 
 # %% ../nbs/90_cli.ipynb #c59a46c7
 def cmd_calibrate(a):
@@ -259,7 +234,7 @@ def cmd_calibrate(a):
     hold = _holdout(a)
     vf = a.validation_fraction                      # checked by the calibrator below; any bad value: all rows
     fit_rows = pred.n if hold or a.no_early_stopping or not 0 <= vf < 1 else int(pred.n * (1 - vf))
-    _check_memory(_search_bytes(fit_rows, a.actions), '--actions', f"{a.actions} actions on {fit_rows} rows")
+    check_memory(search_bytes(fit_rows, a.actions), '--actions', f"{a.actions} actions on {fit_rows} rows")
     kw = dict(n_actions=a.actions, beta=a.beta, R1=a.R1, R2=a.R2, eps=a.eps, max_rounds=a.max_rounds,
               sample=a.sample, seed=a.seed, verbose=not a.quiet, early_stopping=not a.no_early_stopping,
               validation_fraction=a.validation_fraction, n_iter_no_change=a.n_iter_no_change)
@@ -398,8 +373,8 @@ def _check_folder(path, name:str) -> Path:
 # %% ../nbs/90_cli.ipynb #0e7633e0
 def _check_demo_memory(n:int, d:int, n_actions:int, n_name:str, actions_name:str):
     "Refuse a demo whose data and auditors' arrays alone need more memory than is available (named by the larger)."
-    data, search = _demo_bytes(n, d), _search_bytes(int(0.3 * n), n_actions)
-    _check_memory(data + search, actions_name if search > data else n_name,
+    data, search = _demo_bytes(n, d), search_bytes(int(0.3 * n), n_actions)
+    check_memory(data + search, actions_name if search > data else n_name,
                   f"{n} consumers, {d} goods and {n_actions} offers")
 
 # %% ../nbs/90_cli.ipynb #402818dd

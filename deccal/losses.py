@@ -5,6 +5,7 @@
 # %% ../nbs/02_losses.ipynb #a9de02b8
 from __future__ import annotations
 import numpy as np
+import warnings
 import scipy.linalg
 from .checks import (check_array, check_positive, check_number, check_bool, check_seed,
                            tiles, DeccalError, DeccalTypeError)
@@ -130,7 +131,14 @@ def cobb_douglas_loss(alpha,              # (A, d) preference vectors, one per a
 # %% ../nbs/02_losses.ipynb #c6a0f879
 def _krr(G, F, ridge):
     "Coefficients (A, K) of kernel ridge regression of targets F (K, A) on Gram matrix G."
-    return scipy.linalg.solve(G + ridge * len(G) * np.eye(len(G)), F, assume_a='pos').T
+    M = G + ridge * len(G) * np.eye(len(G))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', scipy.linalg.LinAlgWarning)
+            return scipy.linalg.solve(M, F, assume_a='pos').T
+    # singular to machine precision (repeated points with a ridge below rounding): the least-norm solution,
+    # which is the limit of the ridge solution as the ridge goes to 0
+    except np.linalg.LinAlgError: return scipy.linalg.lstsq(M, F)[0].T
 
 # %% ../nbs/02_losses.ipynb #dc831f80
 def fit_loss(fn,                 # function: (n, d) array of outcomes -> (n, A) array of losses
@@ -147,6 +155,9 @@ def fit_loss(fn,                 # function: (n, d) array of outcomes -> (n, A) 
     if not isinstance(kernel, Kernel): raise DeccalTypeError('kernel', f"expected a deccal kernel, got {kernel!r}")
     U = kernel.check(points, 'points')
     ridge = check_positive(ridge, 'ridge')
+    if not np.isfinite(ridge * len(U)):
+        raise DeccalError('ridge', f"{ridge:g} times the {len(U)} points overflows; a ridge above 1 already makes "
+                                   "the fit nearly zero")
     if max_norm is not None: max_norm = check_positive(max_norm, 'max_norm')
     seed = check_seed(seed)
     if check is None:

@@ -4,6 +4,8 @@ import contextlib, io, os, shlex, signal, subprocess, sys
 import numpy as np
 import pytest
 from deccal import cli, kernels
+from deccal.checks import available_memory, check_memory
+from deccal.audit import search_bytes
 from deccal.dimfree import DimFreeDeCal
 
 PY = sys.executable
@@ -370,7 +372,7 @@ def test_memory_checked_before_allocating(files, tmp_path, no_search, args, opti
     line = one_line(err)
     assert rc == 2 and line.startswith(f'deccal: error: {option}: '), err
     need, have = [float(x) for x in __import__('re').findall(r'([0-9.e+]+) GB', line)]
-    assert need > have and abs(have * 1e9 - cli.available_memory()) < 0.05 * cli.available_memory()
+    assert need > have and abs(have * 1e9 - available_memory()) < 0.05 * available_memory()
     assert not (tmp_path / 'demo').exists() and not (tmp_path / 'c.npz').exists()
 
 
@@ -387,12 +389,12 @@ def test_memory_estimates(files):
     assert cli._demo_bytes(1000, 3) <= peak(demo_arrays) <= 2 * cli._demo_bytes(1000, 3)
     x = np.random.default_rng(1).uniform(-1, 1, (100, 2))
     assert peak(lambda: cli.audit(Embedding.from_points(x), x, kernels.RBF(1.0), n_actions=400, verbose=False)) \
-        >= cli._search_bytes(100, 400) == 16 * 100 * 400
+        >= search_bytes(100, 400) == 16 * 100 * 400
     phys = os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')
-    assert 0 < cli.available_memory() <= phys
+    assert 0 < available_memory() <= phys
 
 
 def test_default_jobs_pass_the_memory_check():
     "The demo's defaults and a large but ordinary audit are far below the limit (no false refusal)."
     cli._check_demo_memory(3000, 3, 4, '--n', '--actions')
-    cli._check_memory(cli._search_bytes(10**6, 10), '--actions', 'a million rows')
+    check_memory(search_bytes(10**6, 10), '--actions', 'a million rows')
