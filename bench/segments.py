@@ -16,7 +16,9 @@ size): how much of deccal's excess over the true probabilities is the calibratio
 
 Calibrators, all fitted on the calibration rows: none (the model); the true probabilities (a calibrated predictor:
 what sampling noise alone gives); CalibratedClassifierCV(FrozenEstimator(model), method='temperature' /
-'isotonic'); deccal's DecisionCalibratedClassifier(FrozenEstimator(model)) with its defaults (segments='auto':
+'isotonic'); a reference that is told the true segments: temperature scaling fitted within each segment (the
+right parametric model here, so its excess over the true probabilities is what the calibration sample's size
+allows); deccal's DecisionCalibratedClassifier(FrozenEstimator(model)) with its defaults (segments='auto':
 found from the three features) and with segments=None; MCGrad (multicalibration by gradient boosting on the
 features and the prediction; the segment as a 0/1 numeric feature) in its own venv, run through bench/skeptic.py's
 worker (see that script for the venv), skipped with a note when it is missing.
@@ -50,7 +52,8 @@ N_CAL, N_TEST, SEEDS = 3000, 3000, 10
 # scenario -> (the truth's logit scale in A and in B, calibration rows)
 SCENARIOS = {'segments': ((0.5, 2.0), N_CAL), 'no segment effect': ((0.5, 0.5), N_CAL),
              'segments, 10,000 calibration rows': ((0.5, 2.0), 10_000)}
-METHODS = ('none', 'true probabilities', 'temperature', 'isotonic', 'deccal (no segments)', 'deccal', 'MCGrad')
+ORACLE = 'temperature per segment, told the segments'
+METHODS = ('none', 'true probabilities', 'temperature', 'isotonic', 'deccal (no segments)', 'deccal', 'MCGrad', ORACLE)
 MCGRAD = os.path.join(os.path.dirname(REPO), 'venv-mcgrad', 'bin', 'python')
 
 
@@ -92,12 +95,18 @@ def one_seed(seed:int, scales:tuple, costs, n_cal:int=N_CAL) -> tuple:
         warnings.simplefilter('ignore')
         for m in ('temperature', 'isotonic'):
             rows[m] = metrics(CalibratedClassifierCV(model, method=m).fit(Xc, yc).predict_proba(Xt), yt, At, costs)
+        Pt = np.empty((N_TEST, 2))                    # a reference: a temperature fitted within each true segment
+        for seg_c, seg_t in ((Ac, At), (~Ac, ~At)):
+            ts = CalibratedClassifierCV(model, method='temperature').fit(Xc[seg_c], yc[seg_c])
+            Pt[seg_t] = ts.predict_proba(Xt[seg_t])
+        rows[ORACLE] = metrics(Pt, yt, At, costs)
         for name, kw in (('deccal (no segments)', dict(segments=None)), ('deccal', {})):
             t0 = time.process_time()
             est = DecisionCalibratedClassifier(model, **kw).fit(Xc, yc)
             rows[name] = metrics(est.predict_proba(Xt), yt, At, costs)
             rows[name].update(cpu_seconds=time.process_time() - t0, kept=float(est.calibrator_.best_round_),
-                              segments=0 if est.segment_names_ is None else len(est.segment_names_))
+                              segments=0 if est.segment_names_ is None else len(est.segment_names_),
+                              first_stage=est.first_stage_.name)
     num = lambda X: np.column_stack([X['z'], X['segment'] == 'A', X['noise']]).astype(float)
     mc_in = (num(Xc), model.predict_proba(Xc)[:, 1], yc.astype(float), num(Xt), model.predict_proba(Xt)[:, 1])
     return rows, mc_in, (yt, At)
@@ -163,7 +172,8 @@ def main(argv=None):
         dd = paired(per, 'deccal', 'true probabilities')
         v = dict(deccal_within_noise=bool(dd[0] <= 2 * dd[1]), deccal_minus_truth=dd,
                  others_ratio={m: cols['worst'][m][0] / truth for m in METHODS[2:]
-                               if m in cols['worst'] and m != 'deccal'})
+                               if m in cols['worst'] and m not in ('deccal', ORACLE)},
+                 deccal_minus_oracle=paired(per, 'deccal', ORACLE))
         if scen == 'no segment effect':
             v['deccal_minus_no_segments'] = paired(per, 'deccal', 'deccal (no segments)')
             v['deccal_minus_no_segments_overall'] = paired(per, 'deccal', 'deccal (no segments)', 'overall')
@@ -171,7 +181,11 @@ def main(argv=None):
         lines += [f"deccal's worst segment minus the true probabilities': {dd[0]:+.4f} ± {dd[1]:.4f} "
                   f"({'within 2 SE: within noise' if v['deccal_within_noise'] else 'more than 2 SE above'}); "
                   "worst segment over the true probabilities' for " +
-                  ', '.join(f"{m} {r:.1f}x" for m, r in v['others_ratio'].items()) + '.', '']
+                  ', '.join(f"{m} {r:.1f}x" for m, r in v['others_ratio'].items()) + '.', '',
+                  f"deccal minus the {ORACLE} (a parametric fit that knows the segments: what the calibration "
+                  f"sample's size allows): {v['deccal_minus_oracle'][0]:+.4f} ± {v['deccal_minus_oracle'][1]:.4f}. "
+                  "deccal's first stage: " + ', '.join(f"{nm} {c}" for nm, c in zip(*np.unique(
+                      [r['deccal']['first_stage'] for r in per], return_counts=True))) + ' (seeds).', '']
         if scen == 'no segment effect':
             d1, d2 = v['deccal_minus_no_segments'], v['deccal_minus_no_segments_overall']
             lines += [f"deccal minus deccal without segments: worst segment {d1[0]:+.4f} ± {d1[1]:.4f}, every row "

@@ -197,7 +197,8 @@ class _DecisionCalibratedBase(BaseEstimator):
             self.estimator_ = clone(est).fit(Xb, y, **params)
         for name, value in t.fitted.items(): setattr(self, name, value)
         self.n_actions_, self.R1_, self.beta_, self.eps_ = t.n_actions, t.R1, t.beta, t.eps
-        Z = self._fit_first_stage(Z, t.Y, sample_weight, seed)   # the start of the rounds (a first stage)
+        base = Z                                      # the base model's calibration predictions
+        Z = self._fit_first_stage(Z, t.Y, sample_weight, seed, G)   # the start of the rounds (a first stage)
         start = self._embed(Z)
         if self.n_folds is None: self.calibrator_ = cal.fit(start, t.Y, sample_weight=sample_weight, groups=G)
         else:                                         # rounds kept only on cross-fitted evidence
@@ -208,10 +209,10 @@ class _DecisionCalibratedBase(BaseEstimator):
         self.segment_groups_ = family
         self.segment_names_ = None if family is None else list(family.names)
         self._fit_output(start, t.Y, sample_weight, G)
-        self.segments_ = None if G is None else self._segment_report(start, t.Y, sample_weight, G)
+        self.segments_ = None if G is None else self._segment_report(base, start, t.Y, sample_weight, G)
         return self
 
-    def _fit_first_stage(self, Z, Y, sample_weight, seed:int):
+    def _fit_first_stage(self, Z, Y, sample_weight, seed:int, groups=None):
         "The base model's output on the calibration sample, unchanged (a subclass may put a first stage here)."
         return Z
 
@@ -246,9 +247,10 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         eps:float=None,                  # the calibrator's target (default: 0.01 R1)
         method:str='dimfree',            # 'dimfree' (Algorithm 1, line-search step) or 'zhao' (regularized Zhao et al.)
         # a calibrator fitted on the calibration probabilities before the rounds: None (none), a name of
-        # deccal.first_stage.FIRST_STAGES ('temperature', 'vector', 'matrix', 'isotonic', 'none') or 'auto'
-        # (select_first_stage with its default candidates: the better of none and temperature scaling, unless a
-        # richer map beats it out of fold by 2 paired standard errors)
+        # deccal.first_stage.FIRST_STAGES ('temperature', 'vector', 'matrix', 'isotonic', 'none',
+        # 'segment_temperature': a temperature per segment, needs segments) or 'auto' (select_first_stage with its
+        # default candidates: the better of none and temperature scaling, unless a richer map, the temperature per
+        # segment among them when there are segments, beats it out of fold by 2 paired standard errors)
         first_stage:str='auto',
         # folds for the out-of-fold probabilities (int, splitter or iterable; unused with FrozenEstimator)
         cv=5,
@@ -329,15 +331,22 @@ def _fit_first_stage(self:DecisionCalibratedClassifier,
                      Y,              # (n, C) the one-hot labels, columns in the order of `classes_`
                      sample_weight,  # (n,) checked weights, or None
                      seed:int,       # the seed of the fit (the folds of 'auto')
+                     groups=None,    # (n, K) the rows' segment memberships (None: no segments)
                     ) -> np.ndarray: # (n, C) what the rounds run on
     "Fit the `first_stage` on (P, labels) and set `first_stage_` (None without one); return its output on P."
     if self.first_stage is None:
         self.first_stage_ = None
         return P
     y = Y.argmax(1)
-    if self.first_stage == 'auto': self.first_stage_ = select_first_stage(P, y, seed=seed, sample_weight=sample_weight)
-    else: self.first_stage_ = FIRST_STAGES[self.first_stage]().fit(P, y, sample_weight)
-    return self.first_stage_.transform(P)
+    if self.first_stage == 'auto':
+        self.first_stage_ = select_first_stage(P, y, seed=seed, sample_weight=sample_weight, groups=groups)
+    else:
+        stage = FIRST_STAGES[self.first_stage]()
+        if stage.uses_groups and groups is None:
+            raise DeccalError('first_stage', f"{self.first_stage!r} needs segments, but segments={self.segments!r} "
+                                             "found none")
+        self.first_stage_ = stage.fit_on(P, y, sample_weight, groups)
+    return self.first_stage_.transform_on(P, groups)
 
 
 # %% ../nbs/85_estimators.ipynb #ac1b5957
@@ -415,6 +424,15 @@ def segments_membership(self:_DecisionCalibratedBase,
     if family is None: return None
     return family.membership(X if hasattr(X, 'iloc') else _check_X(self, X))
 
+# %% ../nbs/85_estimators.ipynb #29471275
+@patch
+def base_probabilities(self:DecisionCalibratedClassifier,
+                       X, # (n, n_features) features
+                      ) -> np.ndarray: # (n, C) probabilities, in the order of `classes_`
+    "The base model's probabilities, before the first stage and the rounds (`estimator_.predict_proba`)."
+    _check_fitted(self)
+    return self.estimator_.predict_proba(_check_X(self, X))
+
 # %% ../nbs/85_estimators.ipynb #336b2256
 @patch
 def start_probabilities(self:DecisionCalibratedClassifier,
@@ -422,8 +440,9 @@ def start_probabilities(self:DecisionCalibratedClassifier,
                        ) -> np.ndarray: # (n, C) probabilities, in the order of `classes_`
     "Where the rounds start: the base model's probabilities after `first_stage_` (if any)."
     _check_fitted(self)
-    P = self.estimator_.predict_proba(_check_X(self, X))
-    return P if getattr(self, 'first_stage_', None) is None else self.first_stage_.transform(P)
+    P = self.base_probabilities(X)
+    stage = getattr(self, 'first_stage_', None)
+    return P if stage is None else stage.transform_on(P, self.segments_membership(X))
 
 # %% ../nbs/85_estimators.ipynb #c0720ed3
 def _n_atoms(cal) -> int:
@@ -481,9 +500,10 @@ def _fit_output(self:DecisionCalibratedClassifier, start:Embedding, Y, sample_we
 
 # %% ../nbs/85_estimators.ipynb #13cedce0
 @patch
-def _segment_report(self:DecisionCalibratedClassifier, start:Embedding, Y, sample_weight, groups) -> dict:
+def _segment_report(self:DecisionCalibratedClassifier, base, start:Embedding, Y, sample_weight, groups) -> dict:
     """`segments_`: each segment's name, rows, share, and decision calibration gap (`metrics.segment_gaps`, random
-    cost matrices) with its standard error, before (the start) and after: the out-of-fold probabilities (each row
+    cost matrices) with its standard error, before (the base model's probabilities, out of fold unless frozen)
+    and after (the first stage, fitted on all rows, then the rounds): the out-of-fold probabilities (each row
     calibrated by the fold calibrators that never saw it; in-sample without cross-fitting)."""
     cal, y, C = self.calibrator_, Y.argmax(1), Y.shape[1]
     if isinstance(cal, CrossFitDeCal): V = cal.out_of_fold(start, groups) if cal.best_round_ else start
@@ -491,7 +511,7 @@ def _segment_report(self:DecisionCalibratedClassifier, start:Embedding, Y, sampl
     V = explicit_predictions(V, Linear())
     after = project_simplex_floor(V, np.full_like(V, 1.0 / C), self.proba_floor_)
     kw = dict(names=self.segment_names_, labels=np.arange(C), sample_weight=sample_weight, costs=self.costs)
-    b = segment_gaps(y, explicit_predictions(start, Linear()), groups, **kw)
+    b = segment_gaps(y, base, groups, **kw)
     a = segment_gaps(y, after, groups, **kw)
     return dict(name=list(b['name']), n=np.asarray(b['n']), share=np.asarray(b['share']),
                 gap_before=np.asarray(b['gap']), se_before=np.asarray(b['se']),
@@ -808,9 +828,10 @@ def _out_of_fold(self:DecisionCalibratedRegressor, est, Xb, Xv, y, params:dict, 
 
 # %% ../nbs/85_estimators.ipynb #9de28e76
 @patch
-def _fit_first_stage(self:DecisionCalibratedRegressor, Z, Y, sample_weight, seed:int) -> np.ndarray:
+def _fit_first_stage(self:DecisionCalibratedRegressor, Z, Y, sample_weight, seed:int, groups=None) -> np.ndarray:
     """The start of the rounds: point predictions plus `n_samples` residual atoms of the calibration sample (sets
-    `residuals_`); a Gaussian predictive, or point predictions (`n_samples=0`), as they are."""
+    `residuals_`); a Gaussian predictive, or point predictions (`n_samples=0`), as they are. The residuals are
+    pooled over the segments (`groups` is not used: the rounds patch within them)."""
     self.residuals_ = None
     if Z.shape[1] != 1 or not self.n_samples: return Z
     self.residuals_ = residual_atoms(Y - Z[:, 0, :], self.n_samples, sample_weight, seed)
@@ -833,9 +854,9 @@ def start_atoms(self:DecisionCalibratedRegressor,
 
 # %% ../nbs/85_estimators.ipynb #b3160312
 @patch
-def _segment_report(self:DecisionCalibratedRegressor, start:Embedding, Y, sample_weight, groups) -> dict:
+def _segment_report(self:DecisionCalibratedRegressor, base, start:Embedding, Y, sample_weight, groups) -> dict:
     """`segments_`: each segment's name, rows, share, and mean square loss ||p(x) - phi(y)||^2 in the RKHS (what the
-    rounds lower) before (the start) and after, out of fold (each row by the fold calibrator that never saw it;
+    rounds lower) before (the start: the base predictions with the residual atoms, not `base`) and after, out of fold (each row by the fold calibrator that never saw it;
     in-sample without cross-fitting); weighted by `sample_weight`."""
     cal = self.calibrator_
     L = (cal.out_of_fold_losses_ if isinstance(cal, CrossFitDeCal)

@@ -10,14 +10,16 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import softmax
 from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_array, check_choice, check_int,
-                           check_number, check_positive, check_rows, check_sample_weight, check_seed)
+                           check_number, check_positive, check_rows, check_sample_weight, check_seed,
+                           check_groups)
 from .params import Estimator
 
 # %% auto #0
 __all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'FIRST_STAGES', 'SIMPLE_STAGES', 'check_probabilities', 'check_labels', 'brier_rows',
            'log_loss_rows', 'weighted_mean_se', 'FirstStage', 'NoCalibration', 'softmax_nll_kernel', 'softmax_nll',
            'clipped_log', 'TemperatureScaling', 'VectorScaling', 'MatrixScaling', 'pava', 'isotonic_fit',
-           'IsotonicCalibration', 'FirstStageSelection', 'stratified_folds', 'select_first_stage']
+           'IsotonicCalibration', 'SegmentTemperatureScaling', 'FirstStageSelection', 'stratified_folds',
+           'select_first_stage']
 
 # %% ../nbs/84_first_stage.ipynb #89dd8c04
 ROW_SUM_TOL = 1e-6     # how far a row of probabilities may sum from 1
@@ -88,6 +90,7 @@ def weighted_mean_se(v:np.ndarray,      # (n,) values
 class FirstStage(Estimator):
     "A calibrator of class probabilities fitted before the patching rounds: `fit(P, y)` then `transform(P)`."
     param_checks = {}
+    uses_groups = False   # True: fit and transform also take the rows' segment memberships (n, K)
 
     def _fit_input(self, P, y, sample_weight) -> tuple:
         "The checked (P, y, weights) of a fit; sets `n_classes_`."
@@ -106,6 +109,14 @@ class FirstStage(Estimator):
     def fit_transform(self, P, y, sample_weight=None) -> np.ndarray:
         "Fit on (P, y) and return the calibrated P."
         return self.fit(P, y, sample_weight).transform(P)
+
+    def fit_on(self, P, y, sample_weight=None, groups=None):
+        "`fit`, given the rows' memberships if this stage uses them (ignored otherwise)."
+        return self.fit(P, y, sample_weight, groups) if self.uses_groups else self.fit(P, y, sample_weight)
+
+    def transform_on(self, P, groups=None) -> np.ndarray:
+        "`transform`, given the rows' memberships if this stage uses them (ignored otherwise)."
+        return self.transform(P, groups) if self.uses_groups else self.transform(P)
 
 # %% ../nbs/84_first_stage.ipynb #35a3d21f
 class NoCalibration(FirstStage):
@@ -333,9 +344,70 @@ class IsotonicCalibration(FirstStage):
         F = np.maximum(F, self.floor)
         return F / F.sum(1, keepdims=True)
 
+# %% ../nbs/84_first_stage.ipynb #f8323d27
+class SegmentTemperatureScaling(FirstStage):
+    "softmax(log P / T(x)), log T(x) = t0 + g(x) . s on the rows' segment memberships g(x), by L-BFGS."
+    uses_groups = True
+
+    def __init__(self,
+                 *,
+                 reg:float=1e-3,     # ridge on the segments' terms s (relative to the mean log-likelihood), > 0
+                 max_T:float=100.0,  # log T(x) is clipped to [-log max_T, log max_T] (> 1)
+                 max_iter:int=500,   # L-BFGS iterations
+                ):
+        "Store the parameters as given; `fit` checks them."
+        self.reg, self.max_T, self.max_iter = reg, max_T, max_iter
+
+    param_checks = dict(reg=lambda v, nm: check_positive(v, nm), max_T=lambda v, nm: check_number(v, nm, 1.0),
+                        max_iter=lambda v, nm: check_int(v, nm, 1))
+
+    def objective(self, theta:np.ndarray, L:np.ndarray, y:np.ndarray, w:np.ndarray, H:np.ndarray,
+                  reg:float, b:float) -> tuple:
+        "The penalized weighted mean NLL at theta = (t0, s) on H = [1, g] and its gradient."
+        z = H @ theta
+        inside = np.abs(z) < b
+        u = np.exp(-np.clip(z, -b, b))                     # 1 / T(x)
+        f, G = softmax_nll(u[:, None] * L, y, w)
+        r = (G * L).sum(1) * u * inside                    # d f / d z, row by row (0 where clipped)
+        grad = -(H.T @ r)
+        grad[1:] += reg * theta[1:]
+        return f + 0.5 * reg * (theta[1:] ** 2).sum(), grad
+
+    def fit(self,
+            P,                   # (n, C) class probabilities
+            y,                   # (n,) labels 0..C-1
+            sample_weight=None,  # (n,) weights >= 0, or None
+            groups=None,         # (n, K) the rows' segment memberships in [0, 1] (required)
+           ) -> SegmentTemperatureScaling:
+        "Fit (t0, s) by L-BFGS: `log_T0_` and `segment_log_T_` (K,)."
+        prm = self.checked_params()
+        P, y, w = self._fit_input(P, y, sample_weight)
+        if groups is None: raise DeccalError('groups', "this first stage needs the rows' segment memberships")
+        g = check_groups(groups, len(P), 'P')
+        H, L, b = np.column_stack([np.ones(len(P)), g]), clipped_log(P), np.log(prm['max_T'])
+        res = minimize(self.objective, np.zeros(H.shape[1]), args=(L, y, w, H, prm['reg'], b), jac=True,
+                       method='L-BFGS-B', options=dict(maxiter=prm['max_iter']))
+        self.log_T0_, self.segment_log_T_ = float(res.x[0]), res.x[1:].copy()
+        self.n_groups_ = g.shape[1]
+        return self
+
+    def temperatures(self, groups) -> np.ndarray:
+        "T(x) for rows with memberships `groups` (n, K)."
+        g = check_groups(groups, len(groups), 'groups', self.n_groups_)
+        b = np.log(self.max_T)
+        return np.exp(np.clip(self.log_T0_ + g @ self.segment_log_T_, -b, b))
+
+    def transform(self, P, groups=None) -> np.ndarray:
+        "softmax(log P / T(x)) row by row."
+        P = self._transform_input(P)
+        if groups is None: raise DeccalError('groups', "this first stage needs the rows' segment memberships")
+        if len(groups) != len(P): check_rows(len(P), np.asarray(groups), 'groups', 'P')
+        return softmax(clipped_log(P) / self.temperatures(groups)[:, None], axis=1)
+
 # %% ../nbs/84_first_stage.ipynb #f4fb4768
 FIRST_STAGES = dict(none=NoCalibration, temperature=TemperatureScaling, vector=VectorScaling, matrix=MatrixScaling,
-                    isotonic=IsotonicCalibration)   # the candidates' names and classes
+                    isotonic=IsotonicCalibration,
+                    segment_temperature=SegmentTemperatureScaling)   # the candidates' names and classes
 SIMPLE_STAGES = ('none', 'temperature')              # at most one parameter: chosen between on the point estimate
 
 # %% ../nbs/84_first_stage.ipynb #bbeefecc
@@ -348,16 +420,21 @@ class FirstStageSelection:
     folds:np.ndarray = field(repr=False)   # (n,) each row's fold
     reference:str = 'none'                 # the simple choice the gains are measured against
 
-    def transform(self, P) -> np.ndarray:
-        "The chosen stage's transform."
-        return self.stage.transform(P)
+    def transform(self, P, groups=None) -> np.ndarray:
+        "The chosen stage's transform (given the rows' memberships if it uses them)."
+        return self.stage.transform_on(P, groups)
+
+    def transform_on(self, P, groups=None) -> np.ndarray:
+        "As `FirstStage.transform_on`: the chosen stage's transform."
+        return self.transform(P, groups)
 
     def table(self) -> str:
         "The scores as a text table (gain: Brier of `reference` minus this candidate's, paired; * marks the choice)."
-        lines = [f"{'':12}{'Brier':>18}{'log loss':>18}{'gain over ' + self.reference:>22}"]
+        w = max(12, 2 + max(map(len, self.scores)))          # the names' column
+        lines = [f"{'':{w}}{'Brier':>18}{'log loss':>18}{'gain over ' + self.reference:>22}"]
         for nm, s in self.scores.items():
             g = '' if np.isnan(s['gain']) else f"{s['gain']:+.5f} ± {s['gain_se']:.5f}"
-            lines.append(f"{('*' if nm == self.name else ' ') + nm:12}{s['brier']:>9.5f} ± {s['brier_se']:.5f}"
+            lines.append(f"{('*' if nm == self.name else ' ') + nm:{w}}{s['brier']:>9.5f} ± {s['brier_se']:.5f}"
                          f"{s['log_loss']:>9.4f} ± {s['log_loss_se']:.4f}{g:>22}")
         return '\n'.join(lines)
 
@@ -388,16 +465,21 @@ def _check_candidates(candidates) -> tuple:
 def select_first_stage(P,                   # (n, C) class probabilities of the calibration sample
                        y,                   # (n,) labels 0..C-1
                        *,
-                       candidates=('none', 'temperature', 'vector', 'matrix', 'isotonic'),  # names from FIRST_STAGES
+                       candidates=tuple(FIRST_STAGES),  # names from FIRST_STAGES (those using groups need `groups`)
                        cv:int=5,            # folds of the cross-fitting (2 <= cv <= n)
                        seed:int=0,          # seed of the folds
                        sample_weight=None,  # (n,) weights >= 0, or None
                        params:dict=None,    # name -> keyword options of that candidate, e.g. {'vector': {'reg': 0.01}}
                        margin:float=2.0,    # a richer candidate must beat the simple choice by this many paired SEs
+                       groups=None,         # (n, K) the rows' segment memberships, for the stages that use them
                       ) -> FirstStageSelection:
     "Cross-fit each candidate; the better simple one, unless a richer one beats it by > `margin` paired SEs (Brier)."
     cand = _check_candidates(candidates)
     P = check_probabilities(P)
+    if groups is None:                # the stages that need memberships cannot run without them
+        cand = tuple(nm for nm in cand if not FIRST_STAGES[nm].uses_groups)
+        if not cand: raise DeccalError('candidates', "every candidate needs the rows' segment memberships")
+    else: groups = check_groups(groups, len(P), 'P')
     y = check_labels(y, len(P), P.shape[1])
     w = check_sample_weight(sample_weight, len(P), 'P')
     cv, seed, params = check_int(cv, 'cv', 2, len(P)), check_seed(seed), {} if params is None else params
@@ -413,7 +495,8 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
         for k in range(cv):
             tr, te = folds != k, folds == k
             if not w[tr].sum() > 0: raise DeccalError('sample_weight', f"all weights outside fold {k} are 0")
-            oof[te] = make(nm).fit(P[tr], y[tr], w[tr]).transform(P[te])
+            g_tr, g_te = (None, None) if groups is None else (groups[tr], groups[te])
+            oof[te] = make(nm).fit_on(P[tr], y[tr], w[tr], g_tr).transform_on(P[te], g_te)
         brier[nm], logl[nm] = brier_rows(oof, y), log_loss_rows(oof, y)
     simple = [nm for nm in cand if nm in SIMPLE_STAGES] or [cand[0]]
     ref = min(simple, key=lambda nm: weighted_mean_se(brier[nm], w)[0])   # the simple choice: the better point estimate
@@ -425,5 +508,5 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
         scores[nm] = dict(brier=b, brier_se=bse, log_loss=ll, log_loss_se=llse, gain=g, gain_se=gse)
     eligible = [ref] + [nm for nm in cand if nm not in simple and scores[nm]['gain'] > margin * scores[nm]['gain_se']]
     name = min(eligible, key=lambda nm: scores[nm]['brier'])
-    return FirstStageSelection(name, make(name).fit(P, y, w), scores, folds, ref)
+    return FirstStageSelection(name, make(name).fit_on(P, y, w, groups), scores, folds, ref)
 

@@ -403,8 +403,8 @@ def from_estimator(  # noqa: F811 (SegmentGapDisplay's, patched)
     name:str=None,          # the title (default: the estimator's class name)
     ax=None,                # a matplotlib axes (default: a new figure)
 ) -> SegmentGapDisplay:
-    """Before: `estimator.start_probabilities(X)` if it has them (a DecisionCalibratedClassifier: the base model after
-    its first stage), after: `predict_proba(X)`; an estimator without start_probabilities: its predict_proba alone."""
+    """Before: `estimator.base_probabilities(X)` if it has them (a DecisionCalibratedClassifier: the base model, before
+    the first stage and the rounds), after: `predict_proba(X)`; another estimator: its predict_proba alone."""
     if not hasattr(estimator, 'predict_proba'):
         raise DeccalTypeError('estimator', f"{type(estimator).__name__} has no predict_proba")
     if groups is None:
@@ -415,7 +415,7 @@ def from_estimator(  # noqa: F811 (SegmentGapDisplay's, patched)
         if names is None: names = getattr(estimator, 'segment_names_', None)
     if costs is None: costs = getattr(estimator, 'costs', None)
     P = estimator.predict_proba(X)
-    before, after = (estimator.start_probabilities(X), P) if hasattr(estimator, 'start_probabilities') else (P, None)
+    before, after = (estimator.base_probabilities(X), P) if hasattr(estimator, 'base_probabilities') else (P, None)
     return cls.from_predictions(y, before, after, groups, names=names, n_segments=n_segments,
                                 noise_floor=noise_floor, costs=costs, n_costs=n_costs, n_actions=n_actions,
                                 beta=beta, labels=getattr(estimator, 'classes_', None), sample_weight=sample_weight,
