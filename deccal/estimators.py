@@ -27,13 +27,13 @@ from .kernels import Kernel, Linear, RBF, KERNELS, make_kernel
 from .losses import Loss
 from .embedding import Embedding
 from .distributions import project_simplex, project_onto_atoms, AtomDistribution
-from .first_stage import FIRST_STAGES, select_first_stage, stratified_folds, log_loss_rows
+from .first_stage import FIRST_STAGES, select_first_stage, stratified_folds, log_loss_rows, temperature_score
 from .audit import explicit_predictions
 from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
 from .crossfit import CrossFitDeCal
 from .metrics import cost_stack, segment_gaps
-from .groups import Groups, FeatureTable, column_kind
+from .groups import Groups, FeatureTable, column_kind, tree_groups
 
 # %% auto #0
 __all__ = ['SEARCH', 'PROBA_FLOORS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS', 'calibrator_for',
@@ -111,7 +111,7 @@ class _DecisionCalibratedBase(BaseEstimator):
         'min_gain_se': [Interval(Real, 0, None, closed='left')],
         'random_state': ['random_state'],
         'verbose': ['verbose'],
-        'segments': [StrOptions({'auto'}), list, tuple, HasMethods(['membership']), None],
+        'segments': [StrOptions({'auto', 'trees'}), list, tuple, HasMethods(['membership']), None],
         'max_segments': [Interval(Integral, 1, None, closed='left')],
     }
     _default_estimator = None            # a subclass: the base model's class for estimator=None
@@ -140,7 +140,8 @@ class _DecisionCalibratedBase(BaseEstimator):
         verbose:bool=False,              # show the calibrator's progress on stderr
         # segments of the population audited and patched one by one: 'auto' (the levels of X's categorical
         # columns: strings or categories; a numeric X has none), a list of column names (or positions: their
-        # levels, or quantile bins of numeric ones), a fitted deccal.groups.Groups, or None (no segments)
+        # levels, or quantile bins of numeric ones), 'trees' (classifier: the nodes of a depth-2 tree on every
+        # column fitted to the temperature score), a fitted deccal.groups.Groups, or None (no segments)
         segments='auto',
         max_segments:int=32,             # 'auto' or named columns: keep at most this many segments (the largest)
     ):
@@ -179,8 +180,11 @@ class _DecisionCalibratedBase(BaseEstimator):
         Xv, y = validate_data(self, X, y, accept_sparse=['csr', 'csc'], dtype=None, ensure_all_finite=False,
                               **self._y_options)
         Xb = X if hasattr(X, 'iloc') else Xv          # a DataFrame goes to the base estimator as it is (column names)
-        family = segment_family(self.segments, Xb, self.max_segments)   # the segments (None: no segments)
-        G = None if family is None else family.membership(Xb)
+        trees = isinstance(self.segments, str) and self.segments == 'trees'
+        if trees and not isinstance(self, ClassifierMixin):
+            raise DeccalError('segments', "'trees' grows its tree on a classifier's temperature score; name the "
+                                          "columns, or give a Groups, for a regressor")
+        family = segment_family(self.segments, Xb, self.max_segments)   # the segments (None: none, or not yet)
         t = self._target(est, y)                      # the outcomes, the kernel and the default rules of the subclass
         seed = _seed(self.random_state)
         cal = calibrator_for(self.method, t.kernel, n_actions=t.n_actions, beta=t.beta, R1=t.R1, eps=t.eps,
@@ -196,6 +200,8 @@ class _DecisionCalibratedBase(BaseEstimator):
             Z = self._out_of_fold(est, Xb, Xv, y, params, t.predict)
             self.estimator_ = clone(est).fit(Xb, y, **params)
         for name, value in t.fitted.items(): setattr(self, name, value)
+        if trees: family = segment_family('trees', Xb, self.max_segments, temperature_score(Z, t.Y.argmax(1)))
+        G = None if family is None else family.membership(Xb)
         self.n_actions_, self.R1_, self.beta_, self.eps_ = t.n_actions, t.R1, t.beta, t.eps
         base = Z                                      # the base model's calibration predictions
         Z = self._fit_first_stage(Z, t.Y, sample_weight, seed, G)   # the start of the rounds (a first stage)
@@ -267,7 +273,7 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
         # segments audited and patched one by one: 'auto' (the levels of X's categorical columns), column
-        # names or positions, a Groups, or None
+        # names or positions, 'trees' (a depth-2 tree on the temperature score), a Groups, or None
         segments='auto',
         max_segments:int=32,             # keep at most this many segments (the largest)
     ):
@@ -399,14 +405,20 @@ def categorical_columns(X, # the features (a DataFrame, or a 2-D array: columns 
 def segment_family(segments,          # the `segments` parameter: 'auto', column names or positions, a Groups, None
                    X,                 # the features as fitted (a DataFrame keeps its column names)
                    max_segments:int,  # the largest number of segments kept
+                   score=None,        # 'trees': (n,) each row's temperature score (None: not known yet, no family)
                   ) -> Groups:        # the family of segments, or None when there is none beyond everyone
     """The segments an estimator audits: with 'auto', the levels of X's categorical columns (strings or categories;
-    none in a numeric X); the named columns' levels or quantile bins; or a given Groups."""
+    none in a numeric X); the named columns' levels or quantile bins; with 'trees', the nodes of a depth-2 tree
+    grown on every column to explain the rows' temperature score; or a given Groups."""
     if segments is None: return None
+    trees = isinstance(segments, str) and segments == 'trees'
     if isinstance(segments, Groups): family = segments
     elif scipy.sparse.issparse(X):
-        if isinstance(segments, str): return None
-        raise DeccalError('segments', "segments from named columns need a dense X or a DataFrame, not a sparse matrix")
+        if isinstance(segments, str) and not trees: return None
+        raise DeccalError('segments', "segments from columns need a dense X or a DataFrame, not a sparse matrix")
+    elif trees:
+        if score is None: return None
+        family = tree_groups(X, score, max_depth=2, min_share=0.05)
     else:
         columns = categorical_columns(X) if isinstance(segments, str) else list(segments)
         if not columns: return None

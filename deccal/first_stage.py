@@ -18,8 +18,8 @@ from .params import Estimator
 __all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'FIRST_STAGES', 'SIMPLE_STAGES', 'check_probabilities', 'check_labels', 'brier_rows',
            'log_loss_rows', 'weighted_mean_se', 'FirstStage', 'NoCalibration', 'softmax_nll_kernel', 'softmax_nll',
            'clipped_log', 'TemperatureScaling', 'VectorScaling', 'MatrixScaling', 'pava', 'isotonic_fit',
-           'IsotonicCalibration', 'SegmentTemperatureScaling', 'FirstStageSelection', 'stratified_folds',
-           'select_first_stage']
+           'IsotonicCalibration', 'SegmentTemperatureScaling', 'temperature_score', 'FirstStageSelection',
+           'stratified_folds', 'select_first_stage']
 
 # %% ../nbs/84_first_stage.ipynb #89dd8c04
 ROW_SUM_TOL = 1e-6     # how far a row of probabilities may sum from 1
@@ -403,6 +403,16 @@ class SegmentTemperatureScaling(FirstStage):
         if groups is None: raise DeccalError('groups', "this first stage needs the rows' segment memberships")
         if len(groups) != len(P): check_rows(len(P), np.asarray(groups), 'groups', 'P')
         return softmax(clipped_log(P) / self.temperatures(groups)[:, None], axis=1)
+
+# %% ../nbs/84_first_stage.ipynb #d38d95ce
+def temperature_score(P,  # (n, C) class probabilities
+                      y,  # (n,) labels 0..C-1
+                     ) -> np.ndarray: # (n,) d/du log softmax(u log P)_y at u = 1
+    "Each row's derivative of its log-likelihood in the inverse temperature at 1: log P_y - sum_c P_c log P_c."
+    P = check_probabilities(P)
+    y = check_labels(y, len(P), P.shape[1])
+    L = clipped_log(P)
+    return L[np.arange(len(P)), y] - (P * L).sum(1)
 
 # %% ../nbs/84_first_stage.ipynb #f4fb4768
 FIRST_STAGES = dict(none=NoCalibration, temperature=TemperatureScaling, vector=VectorScaling, matrix=MatrixScaling,
