@@ -9,6 +9,7 @@ from deccal.checks import DeccalError
 from deccal.embedding import Embedding
 from deccal.kernels import RBF
 from deccal.dimfree import DimFreeDeCal
+from deccal.groups import Groups
 from deccal.zhao import ZhaoDeCal
 
 os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
@@ -75,7 +76,7 @@ def test_save_over_a_writable_file_still_works(fitted, tmp_path):
 def test_saved_file_holds_its_checksum(fitted, tmp_path):
     fitted[0].save(tmp_path / 'c.npz')
     a = arrays_of(tmp_path / 'c.npz')
-    assert int(a['version']) == persist.FORMAT_VERSION == 5 and {4, 5} <= set(persist.READS)
+    assert int(a['version']) == persist.FORMAT_VERSION == 6 and {4, 5, 6} <= set(persist.READS)
     assert str(a['checksum']) == persist.calibrator_checksum(a)
     assert len(str(a['checksum'])) == 64 and int(str(a['checksum']), 16) >= 0         # a sha256 in hex
 
@@ -148,6 +149,31 @@ def test_version_4_file_still_loads(fitted, tmp_path):
     back = persist.load_calibrator(tmp_path / 'v4.npz')
     assert back.n_groups_ is None
     assert np.array_equal(back.transform(new).theta, cal.transform(new).theta)
+
+
+def test_version_5_file_still_loads(tmp_path):
+    "A version 5 file (rounds' groups, no groups' definition) loads as fitted with memberships, and transforms alike."
+    rng = np.random.default_rng(4)
+    x = rng.uniform(-1, 1, (80, 1))
+    feats = {'x': x[:, 0], 'side': np.where(rng.uniform(size=80) < 0.5, 'l', 'r')}
+    pred, Y = Embedding.from_points(0.5 * x), x + 0.2 * rng.normal(size=(80, 1))
+    family = Groups.from_features(feats, n_bins=2)
+    cal = DimFreeDeCal(RBF(1.0), n_actions=2, max_rounds=2, n_starts=1, max_iter=20, early_stopping=False)
+    cal.fit(pred, Y, groups=family, features=feats)
+    cal.save(tmp_path / 'c.npz')
+    a = arrays_of(tmp_path / 'c.npz')
+    assert int(a['version']) == 6 and str(a['groups_definition'])
+    assert persist.load_calibrator(tmp_path / 'c.npz').groups_.to_dict() == family.to_dict()
+    a = {k: v for k, v in a.items() if k not in ('checksum', 'groups_definition')}
+    a['version'] = np.array(5)
+    a['checksum'] = np.array(persist.calibrator_checksum(a))
+    np.savez(tmp_path / 'v5.npz', **a)
+    back = persist.load_calibrator(tmp_path / 'v5.npz')
+    assert back.groups_ is None and back.n_groups_ == len(family)
+    G = family.membership(feats)
+    assert np.array_equal(back.transform(pred, G).theta, cal.transform(pred, features=feats).theta)
+    with pytest.raises(DeccalError, match='features: this calibrator was fitted with memberships'):
+        back.transform(pred, features=feats)
 
 
 # 4. other files, named for what they are ----------------------------------------------------------------
