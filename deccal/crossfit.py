@@ -13,7 +13,7 @@ from .checks import one_blas_thread, check_groups
 from .embedding import Embedding
 from .rows import mean_se
 from .params import Estimator
-from .dimfree import DimFreeDeCal
+from .dimfree import DimFreeDeCal, group_memberships
 
 # %% auto #0
 __all__ = ['mean_embedding', 'check_calibrator', 'CrossFitDeCal', 'fold_losses', 'fold_ids']
@@ -96,7 +96,9 @@ def fit(self:CrossFitDeCal,
         Y,                   # (n, d) outcomes
         sample_weight=None,  # optional (n,) weights >= 0
         folds=None,          # optional (n,) fold of each row, 0..K-1 (e.g. stratified by class); default: random
-        groups=None,         # optional (n, K) group memberships: every fold's calibrator audits and patches groups
+        groups=None,         # optional (n, K) group memberships, or a `deccal.groups.Groups` definition read on
+                             # `features`: every fold's calibrator audits and patches groups
+        features=None,       # with a `Groups` definition: the rows' features (DataFrame, dict of 1-D arrays, 2-D array)
        ) -> CrossFitDeCal:
     "Fit a calibrator per fold, measure the cross-fitted gain of each round count, keep t* rounds on evidence."
     t0 = time.perf_counter()
@@ -107,6 +109,7 @@ def fit(self:CrossFitDeCal,
     Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
     n = pred.n
     w = np.ones(n) if sample_weight is None else check_sample_weight(sample_weight, n, 'pred')
+    groups, definition = group_memberships(groups, features, n)     # kept as `groups_` (None: memberships given)
     groups = None if groups is None else check_groups(groups, n, 'pred')
     g_of = lambda idx: None if groups is None else groups[idx]
     if folds is None:
@@ -125,6 +128,7 @@ def fit(self:CrossFitDeCal,
         hold = (pred[te], Y[te]) if groups is None else (pred[te], Y[te], groups[te])
         m = type(cal)(**cal.get_params(deep=False)).fit(pred[tr], Y[tr], holdout=hold, groups=g_of(tr),
                                               sample_weight=None if sample_weight is None else w[tr])
+        m.groups_ = definition                         # its memberships came from the definition: it reads features
         members.append(m)
         losses.append((te, fold_losses(m, pred[te], Y[te], g_of(te))))
     # the rounds every fold ran; a fold that stopped on its target would patch no more with a larger cap, so its
@@ -147,6 +151,8 @@ def fit(self:CrossFitDeCal,
     else:
         final = type(cal)(**{**cal.get_params(deep=False), 'max_rounds': keep, 'early_stopping': False})
         self.members_ = [final.fit(pred, Y, sample_weight=sample_weight, groups=groups)]
+        self.members_[0].groups_ = definition
+    self.groups_ = definition
     self.seconds_ = time.perf_counter() - t0
     return self
 
@@ -156,17 +162,21 @@ def fit(self:CrossFitDeCal,
 def transform(self:CrossFitDeCal,
               pred:Embedding, # base predictions of the same kind as the fitted ones
               groups=None,    # (N, K) their group memberships, if fitted with groups
+              features=None,  # or their features, if fitted with a `Groups` definition
              ) -> Embedding:
     "The calibrated predictions: the average of the fold calibrators cut at `best_round_` (or the refitted one)."
     if not hasattr(self, 'members_'):
         raise NotFittedError(type(self).__name__, "this calibrator is not fitted yet: call fit(pred, Y) first")
-    return mean_embedding([m.transform(pred, groups) for m in self.members_])
+    self.members_[0].check_fitted(pred)
+    G = self.members_[0].given_groups(groups, features, pred.n)   # computed once for every member
+    return mean_embedding([m.transform(pred, G) for m in self.members_])
 
 # %% ../nbs/09d_crossfit.ipynb #953d5b62
 @patch
 def out_of_fold(self:CrossFitDeCal,
                 pred:Embedding, # the base predictions `fit` was given
                 groups=None,    # the group memberships `fit` was given, if any
+                features=None,  # or the features, if `fit` was given a `Groups` definition
                ) -> Embedding:
     "Each row calibrated by the fold calibrator that never saw it (cut at `best_round_`): honest in-sample predictions."
     if not hasattr(self, 'members_'):
@@ -175,6 +185,7 @@ def out_of_fold(self:CrossFitDeCal,
     if pred.n != len(self.folds_):
         raise DeccalError('pred', f"has {pred.n} rows but the calibrator was fitted on {len(self.folds_)}")
     idx = [np.flatnonzero(self.folds_ == k) for k in range(len(self.fold_members_))]
-    part = lambda i: None if groups is None else groups[i]
+    G = self.fold_members_[0].given_groups(groups, features, pred.n)
+    part = lambda i: None if G is None else G[i]
     out = Embedding.concat(*[m.transform(pred[i], part(i)) for m, i in zip(self.fold_members_, idx)])
     return out[np.argsort(np.concatenate(idx), kind='stable')]

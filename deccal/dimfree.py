@@ -12,6 +12,7 @@ from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positiv
                            check_radius, check_groups, patch)
 from .checks import one_blas_thread, blas_controller
 from .kernels import Kernel
+from .groups import Groups
 from .embedding import Embedding, FactoredEmbedding
 from .losses import Loss
 from .basis import make_basis, whiten
@@ -20,7 +21,7 @@ from .params import Estimator, optional, check_verbose
 from .audit import search_groups, check_holdout, certify as certify_sample, AuditResult
 
 # %% auto #0
-__all__ = ['unit_rows', 'check_kernel_param', 'DimFreeDeCal', 'radius', 'validation_split', 'mean_of_sums']
+__all__ = ['unit_rows', 'check_kernel_param', 'DimFreeDeCal', 'radius', 'validation_split', 'mean_of_sums', 'group_memberships']
 
 # %% ../nbs/08_dimfreedecal.ipynb #d61f4b21
 def unit_rows(g,           # (A, r) the G_a in whitened coordinates
@@ -324,6 +325,31 @@ def run_rounds(self:DimFreeDeCal,
                                  base_square_loss_=start['base_sq'], n_groups_=n_groups,
                                  seconds_=time.perf_counter() - t0)
 
+# %% ../nbs/08_dimfreedecal.ipynb #fc520fee
+def group_memberships(groups,             # (n, K) memberships in [0, 1], a `deccal.groups.Groups`, or None
+                      features=None,      # the rows' features a definition reads: DataFrame, dict of 1-D arrays or
+                                          # 2-D array (what `Groups.membership` takes), or None
+                      n:int=None,         # the rows the memberships go with (None: not checked here)
+                      other:str='pred',   # what `n` came from, for the message
+                      stored:Groups=None, # the definition that reads `features` when `groups` is None
+                      names:tuple=('groups', 'features'), # the two arguments' names, for the messages
+                     ) -> tuple:          # (the memberships, as given or computed, or None; the definition or None)
+    "The rows' memberships: an array as it is given, or a `Groups` definition's memberships of the rows' features."
+    gname, fname = names
+    if isinstance(groups, Groups): definition = groups
+    elif features is None: return groups, None
+    elif groups is not None:
+        raise DeccalError(fname, f"only a Groups definition reads features, and {gname} holds memberships: give "
+                          f"{gname}=Groups(...) with {fname}=, or the memberships alone")
+    elif stored is None:
+        raise DeccalError(fname, f"no Groups definition reads them: give {gname}=Groups(...) with {fname}=")
+    else: definition = stored
+    if features is None:
+        raise DeccalError(fname, f"{gname} is a Groups definition: give the rows' features ({fname}=) it reads")
+    M = definition.membership(features, fname)
+    if n is not None: check_rows(n, M, fname, other)
+    return M, definition
+
 # %% ../nbs/08_dimfreedecal.ipynb #5c088422
 @patch
 @one_blas_thread
@@ -331,18 +357,29 @@ def fit(self:DimFreeDeCal,
         pred:Embedding,     # base predictions p0(x_i) on the calibration sample
         Y,                  # (n, d) outcomes
         holdout:tuple=None, # optional (pred_holdout, Y_holdout): re-measure each round there, and stop on it;
-                            # with groups, (pred_holdout, Y_holdout, groups_holdout)
+                            # with groups, (pred_holdout, Y_holdout, groups_holdout): their memberships, or
+                            # with a `Groups` definition their features
         sample_weight=None, # optional (n,) non-negative weights: calibrate for the weighted sample
-        groups=None,        # optional (n, K) memberships g_k(x) in [0, 1] of K groups: each round audits every
-                            # group and patches within the worst one
+        groups=None,        # optional (n, K) memberships g_k(x) in [0, 1] of K groups, or a `deccal.groups.Groups`
+                            # definition read on `features`: each round audits every group and patches within the worst
+        features=None,      # with a `Groups` definition: the rows' features (DataFrame, dict of 1-D arrays or
+                            # 2-D array)
        ) -> DimFreeDeCal:
     """Learn the patches from a calibration sample; returns self. With `early_stopping`, held-out data (`holdout`, or
     else a `validation_fraction` of the sample, which the patches then never see) decide when to stop and which round
-    to keep. With `groups`, `transform` needs the same groups' memberships of the new rows."""
+    to keep. With `groups`, `transform` needs the same groups' memberships of the new rows, or (a definition, kept as
+    `groups_`) their features."""
     t0 = time.perf_counter()
     params = self.checked_params()                     # what this fit (and the fitted calibrator) uses
+    groups, definition = group_memberships(groups, features, getattr(pred, 'n', None))
+    if definition is not None and isinstance(holdout, tuple) and len(holdout) == 3:   # the held-out rows' features
+        holdout = holdout[:2] + group_memberships(definition, holdout[2], getattr(holdout[0], 'n', None),
+                                                  'the holdout predictions', names=('groups', 'holdout'))[:1]
     elsewhere = backend_for('fit', pred, Y)            # data held elsewhere (deccal.dask): that backend's fit
-    if elsewhere is not None: return elsewhere(self, params, pred, Y, holdout, sample_weight, t0, groups)
+    if elsewhere is not None:
+        elsewhere(self, params, pred, Y, holdout, sample_weight, t0, groups)
+        self.groups_ = definition
+        return self
     if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
     kern = params['kernel']
     Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
@@ -353,7 +390,8 @@ def fit(self:DimFreeDeCal,
     hold_g = None                                      # the held-out rows' memberships
     if holdout is not None and groups is not None:
         if not isinstance(holdout, tuple) or len(holdout) != 3:
-            raise DeccalError('holdout', "with groups, give (pred_holdout, Y_holdout, groups_holdout)")
+            raise DeccalError('holdout', "with groups, give (pred_holdout, Y_holdout, groups_holdout); with a Groups "
+                              "definition the third is the held-out rows' features")
         holdout, hold_g = holdout[:2], holdout[2]
     if holdout is not None: holdout = check_holdout(holdout, kern, pred.dim)
     if hold_g is not None: hold_g = check_groups(hold_g, holdout[0].n, 'holdout', groups.shape[1], 'holdout groups')
@@ -377,8 +415,10 @@ def fit(self:DimFreeDeCal,
     make_hold = None if holdout is None else lambda basis, to_u: LocalRows.build(kern, basis, to_u, *holdout, held_w,
                                                                                  groups=hold_g)
     make_rows = lambda basis, to_u: LocalRows.build(kern, basis, to_u, pred, Y, weights, groups=groups)
-    return self.run_rounds(params, n, R2, lambda idx: (pred[idx], Y[idx]), make_rows, make_hold, t0, parts,
-                           None if groups is None else groups.shape[1])
+    self.run_rounds(params, n, R2, lambda idx: (pred[idx], Y[idx]), make_rows, make_hold, t0, parts,
+                    None if groups is None else groups.shape[1])
+    self.groups_ = definition                          # the definition, or None when memberships were given
+    return self
 
 # %% ../nbs/08_dimfreedecal.ipynb #934fa49c
 @patch
@@ -545,20 +585,41 @@ def check_fitted(self:DimFreeDeCal,
         raise DeccalError('pred', f"predictions on R^{pred.dim}, the calibrator was fitted on R^{self.basis_.P.dim}")
     pred.check_kernel(self.params_['kernel'])
 
+# %% ../nbs/08_dimfreedecal.ipynb #e7fcf881
+@patch
+def given_groups(self:DimFreeDeCal,
+                 groups,     # (N, K) memberships, a `Groups` definition (with `features`), or None
+                 features,   # the rows' features, read by the definition given or kept (`groups_`), or None
+                 n:int,      # the number of rows they go with
+                ):
+    """The memberships a fitted calibrator's method was given: an array as it is (its values unchecked), or computed
+    from `features` (`group_memberships`); None when the calibrator was fitted without groups."""
+    K, stored = getattr(self, 'n_groups_', None), getattr(self, 'groups_', None)
+    if K is None:
+        for name, v in (('groups', groups), ('features', features)):
+            if v is not None: raise DeccalError(name, "this calibrator was fitted without groups")
+        return None
+    if groups is None and features is None:
+        if stored is None:
+            raise DeccalError('groups', f"this calibrator was fitted with {K} groups: give their memberships")
+        raise DeccalError('features', f"this calibrator was fitted with {K} groups defined on features: give the rows' "
+                          "features (or their memberships as groups=)")
+    if groups is None and stored is None:
+        raise DeccalError('features', f"this calibrator was fitted with memberships, not a Groups definition: give "
+                          f"groups=, the rows' memberships of its {K} groups")
+    return group_memberships(groups, features, n, 'pred', stored)[0]
+
 # %% ../nbs/08_dimfreedecal.ipynb #26c9011b
 @patch
 def checked_groups(self:DimFreeDeCal,
-                   groups,     # (N, K) memberships of the K groups the calibrator was fitted with, or None
-                   n:int,      # the number of rows they go with
+                   groups,         # (N, K) memberships of the K groups the calibrator was fitted with, a `Groups`
+                                   # definition (with `features`), or None
+                   n:int,          # the number of rows they go with
+                   features=None,  # the rows' features, for a calibrator that keeps its groups' definition
                   ):
     "The memberships a fitted calibrator needs for n rows: (n, n_groups_) checked, or None when fitted without groups."
-    K = getattr(self, 'n_groups_', None)
-    if K is None:
-        if groups is not None: raise DeccalError('groups', "this calibrator was fitted without groups")
-        return None
-    if groups is None:
-        raise DeccalError('groups', f"this calibrator was fitted with {K} groups: give their memberships")
-    return check_groups(groups, n, 'pred', K)
+    G = self.given_groups(groups, features, n)
+    return None if G is None else check_groups(G, n, 'pred', self.n_groups_)
 
 # %% ../nbs/08_dimfreedecal.ipynb #beb4ca0e
 @patch
@@ -566,13 +627,16 @@ def checked_groups(self:DimFreeDeCal,
 def transform(self:DimFreeDeCal,
               pred:Embedding,  # base predictions of the same kind as the fitted ones
               groups=None,     # (N, K) their memberships of the groups the calibrator was fitted with (if any)
+              features=None,   # or their features, when the calibrator keeps its groups' definition (`groups_`)
              ) -> FactoredEmbedding:
     """Calibrated predictions for new base predictions, in batches (data held elsewhere: that backend's transform):
     an `Embedding` whose weights on the basis atoms (`theta`) are built only when read."""
     elsewhere = backend_for('transform', pred)         # e.g. a deccal.dask.DaskEmbedding: block by block
-    if elsewhere is not None: return elsewhere(self, pred, groups)
+    if elsewhere is not None:                          # memberships from features are computed here, in memory
+        self.check_fitted()
+        return elsewhere(self, pred, self.given_groups(groups, features, pred.n))
     self.check_fitted(pred)
-    groups = self.checked_groups(groups, pred.n)
+    groups = self.checked_groups(groups, pred.n, features)
     part = lambda i0, i1: None if groups is None else groups[i0:i1]
     S = self._stacked()
     TA = S['C'].shape[0]
@@ -590,13 +654,14 @@ def square_loss_path(self:DimFreeDeCal,
                      pred:Embedding,  # base predictions p0(x_i)
                      Y,               # (N, d) outcomes
                      groups=None,     # (N, K) memberships, for a calibrator fitted with groups
+                     features=None,   # or the rows' features, for one that keeps its groups' definition
                     ) -> np.ndarray:  # (T + 1, N): row i's square loss after t = 0..T of the kept rounds
     "||p_t(x_i) - phi(y_i)||^2 after each number t of the kept rounds, without building the predictions."
     self.check_fitted(pred)
     kern = self.params_['kernel']
     Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
     if Y.shape[1] != pred.dim: raise DeccalError('Y', f"outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
-    groups = self.checked_groups(groups, pred.n)
+    groups = self.checked_groups(groups, pred.n, features)
     b, S, A = self.basis_, self._stacked(), self.params_['n_actions']
     T = S['C'].shape[0] // A
     out = np.empty((T + 1, pred.n))
@@ -617,9 +682,10 @@ def square_loss(self:DimFreeDeCal,
                 pred:Embedding,  # base predictions p0(x_i)
                 Y,               # (N, d) outcomes
                 groups=None,     # (N, K) memberships, for a calibrator fitted with groups
+                features=None,   # or the rows' features, for one that keeps its groups' definition
                ) -> float:
     "E_hat ||p(x) - phi(y)||^2 of the calibrated predictions, without building them (cheaper than `transform`)."
-    return float(self.square_loss_path(pred, Y, groups)[-1].mean())
+    return float(self.square_loss_path(pred, Y, groups, features)[-1].mean())
 
 # %% ../nbs/08_dimfreedecal.ipynb #d4dbf4bb
 @patch

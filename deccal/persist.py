@@ -4,12 +4,13 @@
 
 # %% ../nbs/09a_persist.ipynb #4f262c2b
 from __future__ import annotations
-import ast, hashlib, os, zipfile, zlib
+import ast, hashlib, json, os, zipfile, zlib
 from pathlib import Path
 import numpy as np
 from .checks import DeccalError, DeccalTypeError, check_output_path, atomic_write, patch
 from .kernels import kernel_spec, make_kernel
 from .embedding import Embedding
+from .groups import Groups
 from .basis import Basis
 from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
@@ -19,8 +20,9 @@ __all__ = ['FORMAT_VERSION', 'READS', 'CALIBRATORS', 'HISTORY_KEYS', 'STOP_REASO
            'load_calibrator']
 
 # %% ../nbs/09a_persist.ipynb #e17ba48c
-FORMAT_VERSION = 5   # 5: each round's group; 4: a checksum; 3: the kernel by its registry name and parameters
-READS = (2, 3, 4, 5) # the versions load_calibrator reads (2 and 3 have no checksum)
+FORMAT_VERSION = 6   # 6: the groups' definition; 5: each round's group; 4: a checksum; 3: the kernel by its registry
+                     # name and parameters
+READS = (2, 3, 4, 5, 6) # the versions load_calibrator reads (2 and 3 have no checksum)
 CALIBRATORS = {cls.__name__: cls for cls in (DimFreeDeCal, ZhaoDeCal)}   # the kinds of calibrator a file can hold
 HISTORY_KEYS = ('round', 'square_loss', 'audit_value', 'holdout_value', 'holdout_se', 'holdout_square_loss')
 STOP_REASONS = ('target', 'max_rounds', 'early_stopping', 'unknown')
@@ -69,6 +71,7 @@ def save(self:DimFreeDeCal,
     hist = {k: np.array([np.nan if h.get(k) is None else h[k] for h in self.history_], float) for k in HISTORY_KEYS}
     stored = {k: _plain(v) for k, v in params.items() if k != 'kernel'}
     base = getattr(self, 'base_square_loss_', None)
+    definition = getattr(self, 'groups_', None)          # the groups' definition, as JSON ('' when none is kept)
     arrays = dict(format=np.array('deccal-calibrator'), version=np.array(FORMAT_VERSION),
                   cls=np.array(type(self).__name__),
                   kernel=np.array(kname), kernel_params=np.array(repr({k: _plain(v) for k, v in kparams.items()})),
@@ -77,6 +80,7 @@ def save(self:DimFreeDeCal,
                   C=stack('C'), D=stack('D'), KD=stack('KD'), eta=np.array([r['eta'] for r in self.rounds_], float),
                   group=np.array([r.get('group', -1) for r in self.rounds_], np.int64),
                   n_groups_=np.array(-1 if getattr(self, 'n_groups_', None) is None else self.n_groups_),
+                  groups_definition=np.array('' if definition is None else json.dumps(definition.to_dict())),
                   R2_=np.array(self.R2_), round_bound_=np.array(float(self.round_bound_)),
                   best_round_=np.array(self.best_round_), stop_reason_=np.array(self.stop_reason_),
                   captured_trace_=np.array(self.captured_trace_), rank_=np.array(self.rank_),
@@ -146,6 +150,19 @@ def _read_params(f, version:int, cls) -> dict:
     if unknown: raise _Corrupt(f"unknown parameters {unknown} for {cls.__name__}")
     return params
 
+# %% ../nbs/09a_persist.ipynb #567e4fc1
+def _read_definition(f, version:int, n_groups:int):
+    "The groups' definition (version 6; None when the calibrator kept none, or the file is older), checked."
+    if version < 6: return None
+    a = f['groups_definition']
+    if a.shape != () or a.dtype.kind != 'U': raise _Corrupt(f"groups_definition is not text (shape {a.shape})")
+    if not str(a): return None
+    try: definition = Groups.from_dict(json.loads(str(a)))
+    except (ValueError, TypeError) as e: raise _Corrupt(f"groups_definition cannot be read ({e})") from None
+    if len(definition) != n_groups:
+        raise _Corrupt(f"groups_definition defines {len(definition)} groups but n_groups_ = {n_groups}")
+    return definition
+
 # %% ../nbs/09a_persist.ipynb #6d948040
 def _read_calibrator(f, version:int) -> DimFreeDeCal:
     "Rebuild a calibrator from an open file, checking that its contents agree with each other."
@@ -204,7 +221,8 @@ def _read_calibrator(f, version:int) -> DimFreeDeCal:
     return obj.set_fitted_state(params, Basis(kernel, Y, P, K=K), rounds, history, best_round_=T, stop_reason_=stop,
                                 R2_=R2, round_bound_=int(rb) if np.isfinite(rb) else rb, captured_trace_=ct,
                                 rank_=int(rank), base_square_loss_=None if np.isnan(base) else base,
-                                n_groups_=n_groups if n_groups > 0 else None)
+                                n_groups_=n_groups if n_groups > 0 else None,
+                                groups_=_read_definition(f, version, n_groups))
 
 # %% ../nbs/09a_persist.ipynb #20359faf
 def _verify_checksum(f, where:str):
@@ -215,7 +233,7 @@ def _verify_checksum(f, where:str):
                           "saved it (or the file is damaged)")
 
 # %% ../nbs/09a_persist.ipynb #a61ceb0f
-def load_calibrator(path, # a file written by `save` (format version 2 to 5)
+def load_calibrator(path, # a file written by `save` (format version 2 to 6)
                    ) -> DimFreeDeCal:
     "Load a calibrator saved with `.save(path)`, after checking its checksum and that its contents agree."
     if not isinstance(path, (str, os.PathLike)): raise DeccalTypeError('path', f"expected a file path, got {path!r}")
