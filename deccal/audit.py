@@ -12,7 +12,7 @@ from . import checks
 from statistics import NormalDist
 from .checks import (DeccalError, DeccalTypeError, check_array, check_bool, check_int, check_number,
                            check_positive, check_radius, check_rows, check_seed, check_choice, Progress)
-from .checks import one_blas_thread, check_groups, check_memory
+from .checks import one_blas_thread, check_groups, check_memory, rows_of
 from .kernels import Kernel
 from .losses import Loss
 from .embedding import Embedding
@@ -502,7 +502,7 @@ def _audit_in_memory(pred:Embedding,  # predictions p(x_i) on the audit sample
     def on_start(k, J):
         state['starts'] = k
         pb.update(grams.passes + k, f'start {k} of {starts} done, best value {J:.4g}')
-    Gs, top, k = None if G is None else G[rows], opts['top_groups'], None
+    Gs, top, k = rows_of(G, rows), opts['top_groups'], None
     if method == 'landmarks':                          # the rule acts through S_P only: search its leading directions
         U, values, info['rank_P'], info['captured_P'], *kp = landmark_search(
             SP[rows], SR[rows], ws, beta, R1, A, n_starts, rng, max_iter, inits, trace_tol, max_rank, on_start, Gs, top)

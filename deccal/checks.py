@@ -12,9 +12,9 @@ import numpy as np
 __all__ = ['RADIUS_RANGE', 'WEIGHT_RANGE', 'MEMORY_BUDGET', 'BLAS_THREADS', 'DeccalError', 'DeccalTypeError', 'NotFittedError',
            'check_array', 'as_points', 'is_number', 'check_number', 'check_positive', 'check_radius', 'check_bandwidth',
            'check_int', 'check_seed', 'random_generator', 'check_bool', 'check_choice', 'check_rows', 'weight_shift',
-           'check_sample_weight', 'check_groups', 'check_label_kinds', 'row_blocks', 'tiles', 'available_memory',
-           'check_memory', 'check_output_path', 'atomic_write', 'Progress', 'patch', 'on_dask', 'blas_controller',
-           'one_blas_thread']
+           'check_sample_weight', 'check_groups', 'rows_of', 'check_label_kinds', 'row_blocks', 'tiles',
+           'available_memory', 'check_memory', 'check_output_path', 'atomic_write', 'Progress', 'patch', 'on_dask',
+           'blas_controller', 'one_blas_thread']
 
 # %% ../nbs/00_checks.ipynb #864c9464
 class DeccalError(ValueError):
@@ -240,6 +240,13 @@ def check_groups(groups,          # (n, K) memberships g_k(x) in [0, 1]
     if g.size and not (g.min() >= 0 and g.max() <= 1):
         raise DeccalError(name, f"memberships must lie in [0, 1], got values in [{g.min():g}, {g.max():g}]")
     return np.ascontiguousarray(g, dtype=float)
+
+# %% ../nbs/00_checks.ipynb #78ee7fe6
+def rows_of(groups,  # (n, K) memberships, or None (no groups)
+            rows,    # an index of rows: a slice, an integer array or a boolean mask
+           ):
+    "The memberships of `rows` (None without groups)."
+    return None if groups is None else groups[rows]
 
 # %% ../nbs/00_checks.ipynb #d4ff193a
 def _label_kind(v) -> str:

@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse
 from .checks import DeccalError, DeccalTypeError, NotFittedError
 from .checks import check_int, check_number, check_bool, check_seed, check_rows, check_sample_weight, patch
+from .checks import rows_of
 from .checks import one_blas_thread, check_groups
 from .embedding import Embedding
 from .rows import mean_se
@@ -111,7 +112,7 @@ def fit(self:CrossFitDeCal,
     w = np.ones(n) if sample_weight is None else check_sample_weight(sample_weight, n, 'pred')
     groups, definition = group_memberships(groups, features, n)     # kept as `groups_` (None: memberships given)
     groups = None if groups is None else check_groups(groups, n, 'pred')
-    g_of = lambda idx: None if groups is None else groups[idx]
+    g_of = lambda idx: rows_of(groups, idx)
     if folds is None:
         if n < 2 * K: raise DeccalError('n_folds', f"{K} folds of {n} rows leave fewer than 2 rows in a fold")
         folds = fold_ids(n, K, params['seed'])
@@ -186,6 +187,6 @@ def out_of_fold(self:CrossFitDeCal,
         raise DeccalError('pred', f"has {pred.n} rows but the calibrator was fitted on {len(self.folds_)}")
     idx = [np.flatnonzero(self.folds_ == k) for k in range(len(self.fold_members_))]
     G = self.fold_members_[0].given_groups(groups, features, pred.n)
-    part = lambda i: None if G is None else G[i]
+    part = lambda i: rows_of(G, i)
     out = Embedding.concat(*[m.transform(pred[i], part(i)) for m, i in zip(self.fold_members_, idx)])
     return out[np.argsort(np.concatenate(idx), kind='stable')]

@@ -10,7 +10,7 @@ import numpy as np
 from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positive, check_number, check_int,
                            check_seed, check_bool, check_choice, check_rows, check_sample_weight, row_blocks, Progress,
                            check_radius, check_groups, patch)
-from .checks import one_blas_thread, blas_controller
+from .checks import one_blas_thread, blas_controller, rows_of
 from .kernels import Kernel
 from .groups import Groups
 from .embedding import Embedding, FactoredEmbedding
@@ -637,7 +637,7 @@ def transform(self:DimFreeDeCal,
         return elsewhere(self, pred, self.given_groups(groups, features, pred.n))
     self.check_fitted(pred)
     groups = self.checked_groups(groups, pred.n, features)
-    part = lambda i0, i1: None if groups is None else groups[i0:i1]
+    part = lambda i0, i1: rows_of(groups, slice(i0, i1))
     S = self._stacked()
     TA = S['C'].shape[0]
     coef, c = np.empty((pred.n, S['F'].shape[0])), np.empty(pred.n)
@@ -667,7 +667,7 @@ def square_loss_path(self:DimFreeDeCal,
     out = np.empty((T + 1, pred.n))
     for i0, i1 in row_blocks(pred.n, 8 * (4 * b.m + 4 * S['C'].shape[0] + 2 * T)):
         part, Yp = pred[i0:i1], Y[i0:i1]
-        _, a, _, cs, n2s = self._replay(part, path=True, groups=None if groups is None else groups[i0:i1])
+        _, a, _, cs, n2s = self._replay(part, path=True, groups=rows_of(groups, slice(i0, i1)))
         qy = part.evaluate_paired(kern, Yp)[None, :]                    # <q_t(x), phi(y)>, t = 0, 1, ...
         if T:
             per_round = (a * (b.h_outcomes(Yp) @ S['D'].T)).reshape(len(Yp), T, A).sum(2)
@@ -722,13 +722,17 @@ def certify(self:DimFreeDeCal,
             search_fraction:float=0.5, # share of the data the auditor searches on; the rest re-measures its witness
             delta:float=0.05,          # 1 - confidence level of the bounds
             seed:int=0,                # seed of the split and of the search
+            groups=None,               # (n, K) the rows' memberships, if the calibrator was fitted with groups
+            features=None,             # or their features, when the calibrator keeps its groups' definition
             **kw,                      # passed to `audit` (n_starts, max_iter, R2, verbose, ...)
            ) -> AuditResult:
-    "Audit the calibrated predictions of fresh data: the worst pair found on one part, re-measured on the other."
+    """Audit the calibrated predictions of fresh data: the worst pair found on one part, re-measured on the other.
+    With groups, the predictions are calibrated with the rows' memberships and audited over everyone (for the worst
+    group, call `audit` with `groups=` and a held-out triple)."""
     self.check_fitted(pred)
     params = self.params_
     return certify_sample(
-        self.transform(pred),
+        self.transform(pred, groups, features),
         Y,
         params['kernel'],
         n_actions=params['n_actions'],

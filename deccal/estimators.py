@@ -21,7 +21,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data, has_fit_parameter, check_is_fitted
 from .checks import DeccalError, DeccalTypeError, NotFittedError
-from .checks import check_array, as_points, check_sample_weight, check_number, row_blocks, patch
+from .checks import check_array, as_points, check_sample_weight, check_number, row_blocks, patch, rows_of
 from .checks import one_blas_thread, check_label_kinds, check_bandwidth
 from .kernels import Kernel, Linear, RBF, KERNELS, make_kernel
 from .losses import Loss
@@ -214,8 +214,8 @@ class _DecisionCalibratedBase(BaseEstimator):
                                       groups=G)
         self.segment_groups_ = family
         self.segment_names_ = None if family is None else list(family.names)
-        self._fit_output(start, t.Y, sample_weight, G)
-        self.segments_ = None if G is None else self._segment_report(base, start, t.Y, sample_weight, G)
+        after = self._fit_output(start, t.Y, sample_weight, G)   # the calibrated start, out of fold where cross-fitted
+        self.segments_ = None if G is None else self._segment_report(base, start, after, t.Y, sample_weight, G)
         return self
 
     def _fit_first_stage(self, Z, Y, sample_weight, seed:int, groups=None):
@@ -227,7 +227,8 @@ class _DecisionCalibratedBase(BaseEstimator):
         return None
 
     def _fit_output(self, start, Y, sample_weight, groups=None):
-        "After the calibrator: what the subclass's predictions need (the classifier's probability floor)."
+        """After the calibrator: what the subclass's predictions need (the classifier's probability floor); returns
+        what the segment report reads (the classifier: the calibrated start; None here)."""
 
 # %% ../nbs/85_estimators.ipynb #d733b42b
 class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
@@ -470,7 +471,7 @@ def vectors_from(self:DecisionCalibratedClassifier,
     "The calibrator applied to start probabilities, in row blocks (the embedding of a block holds every round's atoms)."
     V = np.empty_like(P1)
     for i0, i1 in row_blocks(len(P1), 8.0 * (P1.shape[1] + 4 * _n_atoms(self.calibrator_))):
-        g = None if groups is None else groups[i0:i1]
+        g = rows_of(groups, slice(i0, i1))
         V[i0:i1] = explicit_predictions(self.calibrator_.transform(self._embed(P1[i0:i1]), g), Linear())
     return V
 
@@ -498,29 +499,31 @@ PROBA_FLOORS = (0.001, 0.003, 0.01, 0.03, 0.1)   # the floors `fit` chooses amon
 
 # %% ../nbs/85_estimators.ipynb #23b83a71
 @patch
-def _fit_output(self:DecisionCalibratedClassifier, start:Embedding, Y, sample_weight, groups=None):
+def _fit_output(self:DecisionCalibratedClassifier, start:Embedding, Y, sample_weight, groups=None) -> Embedding:
     """`proba_floor_`: the floor of PROBA_FLOORS with the lowest log loss of the out-of-fold calibrated vectors
     (each row by the fold calibrator that never saw it; the start itself when no round is kept); the smallest floor
-    without cross-fitting."""
+    without cross-fitting. Returns the calibrated start: out of fold with cross-fitting, else in sample (with
+    segments only; None without)."""
     cal = self.calibrator_
     self.proba_floor_ = PROBA_FLOORS[0]
-    if not isinstance(cal, CrossFitDeCal): return
-    V = explicit_predictions(cal.out_of_fold(start, groups) if cal.best_round_ else start, Linear())
+    if not isinstance(cal, CrossFitDeCal): return None if groups is None else cal.transform(start, groups)
+    after = cal.out_of_fold(start, groups) if cal.best_round_ else start
+    V = explicit_predictions(after, Linear())
     S, y = np.full_like(V, 1.0 / V.shape[1]), Y.argmax(1)
     ll = [np.average(log_loss_rows(project_simplex_floor(V, S, a), y), weights=sample_weight) for a in PROBA_FLOORS]
     self.proba_floor_ = PROBA_FLOORS[int(np.argmin(ll))]
+    return after
 
 # %% ../nbs/85_estimators.ipynb #13cedce0
 @patch
-def _segment_report(self:DecisionCalibratedClassifier, base, start:Embedding, Y, sample_weight, groups) -> dict:
+def _segment_report(self:DecisionCalibratedClassifier, base, start:Embedding, after:Embedding, Y, sample_weight,
+                    groups) -> dict:
     """`segments_`: each segment's name, rows, share, and decision calibration gap (`metrics.segment_gaps`, random
     cost matrices) with its standard error, before (the base model's probabilities, out of fold unless frozen)
     and after (the first stage, fitted on all rows, then the rounds): the out-of-fold probabilities (each row
     calibrated by the fold calibrators that never saw it; in-sample without cross-fitting)."""
-    cal, y, C = self.calibrator_, Y.argmax(1), Y.shape[1]
-    if isinstance(cal, CrossFitDeCal): V = cal.out_of_fold(start, groups) if cal.best_round_ else start
-    else: V = cal.transform(start, groups)
-    V = explicit_predictions(V, Linear())
+    y, C = Y.argmax(1), Y.shape[1]
+    V = explicit_predictions(after, Linear())                        # `_fit_output`'s calibrated start
     after = project_simplex_floor(V, np.full_like(V, 1.0 / C), self.proba_floor_)
     kw = dict(names=self.segment_names_, labels=np.arange(C), sample_weight=sample_weight, costs=self.costs)
     b = segment_gaps(y, base, groups, **kw)
@@ -866,10 +869,12 @@ def start_atoms(self:DecisionCalibratedRegressor,
 
 # %% ../nbs/85_estimators.ipynb #b3160312
 @patch
-def _segment_report(self:DecisionCalibratedRegressor, base, start:Embedding, Y, sample_weight, groups) -> dict:
+def _segment_report(self:DecisionCalibratedRegressor, base, start:Embedding, after, Y, sample_weight,
+                    groups) -> dict:
     """`segments_`: each segment's name, rows, share, and mean square loss ||p(x) - phi(y)||^2 in the RKHS (what the
-    rounds lower) before (the start: the base predictions with the residual atoms, not `base`) and after, out of fold (each row by the fold calibrator that never saw it;
-    in-sample without cross-fitting); weighted by `sample_weight`."""
+    rounds lower) before (the start: the base predictions with the residual atoms, not `base`) and after, out of
+    fold (each row by the fold calibrator that never saw it; in-sample without cross-fitting); weighted by
+    `sample_weight`."""
     cal = self.calibrator_
     L = (cal.out_of_fold_losses_ if isinstance(cal, CrossFitDeCal)
          else cal.square_loss_path(start, Y, groups)[[0, -1]])            # (2, n): before and after, per row

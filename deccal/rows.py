@@ -5,7 +5,7 @@
 # %% ../nbs/05b_rows.ipynb #9c5bba01
 from __future__ import annotations
 import numpy as np
-from .checks import DeccalError, on_dask, row_blocks
+from .checks import DeccalError, on_dask, row_blocks, rows_of
 from .kernels import Kernel
 from .embedding import Embedding
 from .decisions import quantal_response
@@ -124,7 +124,7 @@ class LocalRows:
         spans = (row_blocks(n, 8.0 * (2 * basis.m * max(pred.Z.shape[1], 1) + 8 * to_u.shape[0])) if block_rows is None
                  else [(i, min(n, i + block_rows)) for i in range(0, n, block_rows)])
         blocks = [Rows.build(kernel, basis, to_u, pred[i0:i1], Y[i0:i1], None if w is None else w[i0:i1],
-                             None if groups is None else groups[i0:i1]) for i0, i1 in spans]
+                             rows_of(groups, slice(i0, i1))) for i0, i1 in spans]
         return cls(blocks, [i1 - i0 for i0, i1 in spans])
 
     def map(self, method:str, *args) -> LocalRows:
