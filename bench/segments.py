@@ -11,8 +11,11 @@ truth is sigma(z / 2) in segment A (the model over-confident there) and sigma(2 
 the two segments receive the same predictions, so no map of the prediction alone can repair both.  Scenario
 'no segment effect': the truth is sigma(z / 2) in both segments (a global over-confidence that temperature scaling
 can repair).  Each seed draws 3,000 calibration rows and 3,000 test rows; every figure is measured on the test rows.
-Scenario 'segments, 10,000 calibration rows': 'segments' with 10,000 calibration rows (the same 3,000 test rows'
-size): how much of deccal's excess over the true probabilities is the calibration sample's size.
+Scenario 'segments, shifted logit': the truth is sigma(z + 1) in segment A and sigma(z - 1) in B (the model too
+low in A, too high in B): not a change of temperature, so a temperature per segment cannot repair it and the
+patching rounds must.  Scenario 'segments, 10,000 calibration rows': 'segments' with 10,000 calibration rows
+(the same 3,000 test rows' size): how much of deccal's excess over the true probabilities is the calibration
+sample's size.
 
 Calibrators, all fitted on the calibration rows: none (the model); the true probabilities (a calibrated predictor:
 what sampling noise alone gives); CalibratedClassifierCV(FrozenEstimator(model), method='temperature' /
@@ -51,6 +54,7 @@ from deccal.estimators import DecisionCalibratedClassifier             # noqa: E
 N_CAL, N_TEST, SEEDS = 3000, 3000, 10
 # scenario -> (the truth's logit scale in A and in B, calibration rows)
 SCENARIOS = {'segments': ((0.5, 2.0), N_CAL), 'no segment effect': ((0.5, 0.5), N_CAL),
+             'segments, shifted logit': ((1.0, 1.0, 1.0, -1.0), N_CAL),
              'segments, 10,000 calibration rows': ((0.5, 2.0), 10_000)}
 ORACLE = 'temperature per segment, told the segments'
 METHODS = ('none', 'true probabilities', 'temperature', 'isotonic', 'deccal (no segments)', 'deccal', 'MCGrad', ORACLE)
@@ -61,7 +65,8 @@ def planted(n:int, seed:int, scales:tuple):
     "Features (z, segment, noise) as a DataFrame, labels, the true P(y = 1), the segment-A mask."
     rng = np.random.default_rng(seed)
     z, A = 1.5 * rng.normal(size=n), rng.uniform(size=n) < 0.5
-    t = 1 / (1 + np.exp(-np.where(A, scales[0] * z, scales[1] * z)))
+    sa, sb, ca, cb = (*scales, 0.0, 0.0)[:4]            # the truth's logit: sa z + ca in A, sb z + cb in B
+    t = 1 / (1 + np.exp(-np.where(A, sa * z + ca, sb * z + cb)))
     y = (rng.uniform(size=n) < t).astype(int)
     X = pd.DataFrame(dict(z=z, segment=np.where(A, 'A', 'B'), noise=rng.normal(size=n)))
     return X, y, t, A
