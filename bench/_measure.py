@@ -4,7 +4,7 @@ Peak memory: VmHWM is reset by writing '5' to /proc/self/clear_refs, then read a
 Interference: CPU time used by other processes and hypervisor steal, from /proc/stat.
 """
 from __future__ import annotations
-import datetime, hashlib, os, platform, time
+import datetime, hashlib, json, os, platform, time
 
 import numpy as np
 
@@ -114,3 +114,14 @@ def machine_info(sources=('kernels.py',)):
             f"memory {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / GB:.1f} GB | "
             f"Python {platform.python_version()}, numpy {np.__version__} ({blas}; OpenBLAS threads: {bt}), "
             f"numba {numba.__version__}, scipy {scipy.__version__}")
+
+
+# ----------------------------------------------------------------------------- the results page
+def emit_record(lines:list, blob, name:str, write:bool) -> str:
+    """Close a results page with its JSON block (every figure, for the notebooks to read back), print it, and write
+    it to bench/`name` when `write`."""
+    text = '\n'.join(lines + ['```json', json.dumps(blob), '```', ''])
+    print(text)
+    if write:
+        with open(os.path.join(REPO, 'bench', name), 'w') as f: f.write(text)
+    return text

@@ -44,14 +44,14 @@ predictor's worst region minus the true probabilities' and minus segments='auto'
 """
 from __future__ import annotations
 import os, sys
-import argparse, json, time, warnings
+import argparse, time, warnings
 
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info                                      # noqa: E402
+from _measure import machine_info, emit_record                                      # noqa: E402
 from sklearn_calibration import zhao_gaps                              # noqa: E402
 from segments import Model, paired                                     # noqa: E402
 
@@ -181,11 +181,7 @@ def main(argv=None):
                   ', '.join(f"{m} {np.mean(v):.2f} ({sum(x >= 0.8 for x in v)}/{len(v)})" for m, v in found.items())
                   + '.', '']
     blob = dict(seeds=a.seeds, n_cal=N_CAL, n_test=N_TEST, seconds=seconds, tree=TREE, problems=results)
-    lines += ['```json', json.dumps(blob), '```', '']
-    text = '\n'.join(lines)
-    print(text)
-    if a.write:
-        with open(os.path.join(REPO, 'bench', 'segment_families_results.md'), 'w') as f: f.write(text)
+    emit_record(lines, blob, 'segment_families_results.md', a.write)
 
 
 if __name__ == '__main__':

@@ -34,14 +34,14 @@ seed, then mean and standard error) of each calibrator's worst-segment gap minus
 """
 from __future__ import annotations
 import os, sys
-import argparse, json, time, warnings
+import argparse, time, warnings
 
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info                                      # noqa: E402
+from _measure import machine_info, emit_record                                      # noqa: E402
 from sklearn_calibration import zhao_gaps                              # noqa: E402
 from skeptic import run_mcgrad                                         # noqa: E402
 
@@ -200,12 +200,8 @@ def main(argv=None):
                                       f"(without segments {cpu['deccal (no segments)'][0]:.2f} s).", '']
     blob = {scen: dict(per=res['per'], mcgrad_note=res['mcgrad_note'], verdict=verdicts[scen])
             for scen, res in results.items()}
-    lines += ['```json', json.dumps(dict(seeds=a.seeds, n_cal=N_CAL, n_test=N_TEST, seconds=seconds, scenarios=blob)),
-              '```', '']
-    text = '\n'.join(lines)
-    print(text)
-    if a.write:
-        with open(os.path.join(REPO, 'bench', 'segments_results.md'), 'w') as f: f.write(text)
+    emit_record(lines, dict(seeds=a.seeds, n_cal=N_CAL, n_test=N_TEST, seconds=seconds, scenarios=blob),
+                'segments_results.md', a.write)
 
 
 if __name__ == '__main__':

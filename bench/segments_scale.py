@@ -16,14 +16,14 @@ fit; one BLAS thread, so the CPU time is what a quiet core would take), and the 
 from __future__ import annotations
 import os, sys
 os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-import argparse, json, time
+import argparse, time
 
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info, loadavg                             # noqa: E402
+from _measure import machine_info, loadavg, emit_record                           # noqa: E402
 from deccal import DimFreeDeCal, Embedding, Linear                     # noqa: E402
 
 N, ROUNDS, KS, REPEATS = 5000, 5, (1, 2, 4, 8, 16, 32, 64), 3
@@ -78,12 +78,8 @@ def main(argv=None):
               f"group per round (intercept {fits['None']['intercept']:.3f} s); top_groups=2 costs "
               f"{fits['2']['per_group']:.5f} s per group (intercept {fits['2']['intercept']:.3f} s): the per-round "
               f"cost grows at most linearly in the number of groups searched, and with the default ranking it grows "
-              f"only by the ranking's one pass over the rows per group.", '',
-              '```json', json.dumps(dict(rows=rows, fits=fits)), '```', '']
-    text = '\n'.join(lines)
-    print(text)
-    if a.write:
-        with open(os.path.join(REPO, 'bench', 'segments_scale_results.md'), 'w') as f: f.write(text)
+              f"only by the ranking's one pass over the rows per group.", '']
+    emit_record(lines, dict(rows=rows, fits=fits), 'segments_scale_results.md', a.write)
 
 
 if __name__ == '__main__':
