@@ -450,12 +450,15 @@ def base_probabilities(self:DecisionCalibratedClassifier,
 @patch
 def start_probabilities(self:DecisionCalibratedClassifier,
                         X, # (n, n_features) features
+                        groups=None, # X's segment memberships (`segments_membership(X)`) when the caller has them
                        ) -> np.ndarray: # (n, C) probabilities, in the order of `classes_`
     "Where the rounds start: the base model's probabilities after `first_stage_` (if any)."
     _check_fitted(self)
     P = self.base_probabilities(X)
     stage = getattr(self, 'first_stage_', None)
-    return P if stage is None else stage.transform_on(P, self.segments_membership(X))
+    if stage is None: return P
+    if groups is None and stage.uses_groups: groups = self.segments_membership(X)   # read only where the stage needs
+    return stage.transform_on(P, groups)
 
 # %% ../nbs/85_estimators.ipynb #c0720ed3
 def _n_atoms(cal) -> int:
@@ -481,7 +484,8 @@ def calibrated_vectors(self:DecisionCalibratedClassifier,
                        X, # (n, n_features) features
                       ) -> np.ndarray: # (n, C) in R^C: entries may leave [0, 1], rows may not sum to 1
     "The calibrated predictions (after `first_stage_`, if any) as vectors of R^C, in the order of `classes_`."
-    return self.vectors_from(self.start_probabilities(X), self.segments_membership(X))
+    G = self.segments_membership(X)                              # read once, for both steps
+    return self.vectors_from(self.start_probabilities(X, G), G)
 
 # %% ../nbs/85_estimators.ipynb #ac213d78
 @patch

@@ -430,6 +430,11 @@ class FirstStageSelection:
     folds:np.ndarray = field(repr=False)   # (n,) each row's fold
     reference:str = 'none'                 # the simple choice the gains are measured against
 
+    @property
+    def uses_groups(self) -> bool:
+        "Whether the chosen stage reads the rows' memberships."
+        return self.stage.uses_groups
+
     def transform(self, P, groups=None) -> np.ndarray:
         "The chosen stage's transform (given the rows' memberships if it uses them)."
         return self.stage.transform_on(P, groups)
