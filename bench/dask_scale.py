@@ -21,8 +21,9 @@ Warm-up: in-memory and Dask fits and audits on a few hundred points (Numba compi
 client and in both workers).  Then, in this order: Dask's per-task overhead (1,000 no-op delayed tasks), the
 in-memory fit, the Dask fit with max_rounds=0 (its one-off setup: the R2 pass, the basis, building and persisting
 the row state, one square-loss pass), the Dask fit, the in-memory audit, the Dask audit.  Measured: wall time;
-the client's `search_groups` and `gather_search` time (deccal.dimfree's functions wrapped with timers in the client:
-no library code is changed); `dask_traffic_` / `info['traffic']` (deccal's own count of the payload bytes,
+the client's `search_groups` time and its time stacking the search rows the blocks sent (`stack_search`;
+deccal.dimfree's functions wrapped with timers in the client: no library code is changed); `dask_traffic_` /
+`info['traffic']` (deccal's own count of the payload bytes,
 `dask.sizeof`, sent to and received from the blocks); the bytes through the loopback interface (psutil; all of
 the cluster's traffic -- client, scheduler and workers talk over 127.0.0.1 -- including Dask's own messages, and
 anything else on this machine using loopback); the workers' peak memory (VmHWM reset before the fit); CPU used
@@ -237,9 +238,9 @@ def cost_model(res):
     peak_ratio = [p / (r['n'] / 2 * rank * 8 / GB) for r in res for p in r['fit_dask']['workers_peak_gb']]   # measured: worker peak / (its rows x r x 8)
     n9, chunk9 = 1e9, 250_000
     B9 = int(n9 / chunk9)
-    tasks_round = 4 * B9                          # per block and round: square_loss_sum, take, stats, patch
+    tasks_round = 3 * B9                          # per block and round: round_start (square loss, search rows), stats, patch
     bw = 1.25e9                                   # bytes/s: the client's link, 10 Gbit/s
-    lat = 3 * 0.01                                # three synchronous client <-> cluster exchanges per round, 10 ms each
+    lat = 2 * 0.01                                # two synchronous client <-> cluster exchanges per round, 10 ms each
     rows = []
     for N in (10, 100, 1000):
         row_s = t_row * n9 / N                    # N workers of 2 cores, each at this machine's measured 2-core rate
@@ -318,11 +319,12 @@ def write(res):
 def cost_lines(res):
     I, rows = cost_model(res)
     L = ['## Cost model: a 10^9-row fit on N workers of 2 cores', '',
-         'Per round, the fit (`run_rounds` on Dask blocks) does, in sequence: a square-loss pass over every block; gathering 20,000 search rows '
-         '(S and T, 2 r numbers each) to the client; the search (L-BFGS, 2 random starts + the previous witness) on the client; one pass for '
-         "the rule's statistics ((A, r) + (A, A) per block back); one patch pass (U and the directions, (A, r) each, to every block). "
-         'So wall time per round = search and stacking the search rows (client; independent of n and N) + rows (the work on every row, divided among '
-         'the workers) + communication (client link) + scheduling (per task) + latency of the three synchronous exchanges.', '',
+         'Per round, the fit (`run_rounds` on Dask blocks) does, in sequence: one pass over every block (`Rows.round_start`) that returns its '
+         'square loss and its share of the 20,000 search rows (S and T, 2 r numbers each); the search (L-BFGS, 2 random starts + the previous '
+         "witness) on the client; one pass for the rule's statistics ((A, r) + (A, A) per block back); one patch pass (U and the directions, "
+         '(A, r) each, to every block). So wall time per round = search and stacking the search rows (client; independent of n and N) + rows '
+         '(the work on every row, divided among the workers) + communication (client link) + scheduling (per task) + latency of the two '
+         'synchronous exchanges.', '',
          'Measured inputs (this machine, from the runs above):', '',
          f"- work on every row per round: {I['t_row_mem'] * 1e6:.2f} us/row = (in-memory time per round - search - gathering the search rows) / n at "
          f"n = {I['from_n']:,}, between consecutive patches (the plain in-memory time per round / n is {I['t_row_all'] * 1e6:.2f} us/row, but that "
@@ -343,10 +345,10 @@ def cost_lines(res):
          '1. Each worker has 2 cores and processes rows at the in-memory rate measured here on 2 cores; the row work divides evenly over the N '
          'workers (equal blocks, no stragglers) and does not overlap the search.',
          f"2. Blocks of {I['chunk']:,} rows: {I['blocks']:,} blocks (one block's state, 3 x {I['chunk']:,} x r x 8 bytes = "
-         f"{3 * I['chunk'] * I['rank'] * 8 / GB:.1f} GB); {I['tasks_round']:,} tasks per round (4 per block), all through one scheduler, serially, "
+         f"{3 * I['chunk'] * I['rank'] * 8 / GB:.1f} GB); {I['tasks_round']:,} tasks per round (3 per block), all through one scheduler, serially, "
          'at the per-task overhead above; the traffic per block per round stays as measured (it depends on A and r, not on the rows in a block).',
          f"3. All traffic passes the client's link at {I['bandwidth'] * 8 / 1e9:.0f} Gbit/s; the workers' links are not the bottleneck (each block "
-         f"exchanges tens of kB per round). Three synchronous exchanges per round at {I['latency'] / 3 * 1e3:.0f} ms each.",
+         f"exchanges tens of kB per round). Two synchronous exchanges per round at {I['latency'] / 2 * 1e3:.0f} ms each.",
          '4. The search costs what it cost here (same r, A, search_max, n_starts, max_iter; the L-BFGS iteration counts do not grow with n) on a '
          'client like this machine with one BLAS thread.',
          '5. The data are already on the workers in row chunks (reading them is not counted); nothing spills to disk.',

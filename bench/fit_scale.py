@@ -26,8 +26,9 @@ before each run the parent waits (up to 60 s; the first series waited up to 10 m
 `others during` = the same over the timed fit (whole-machine busy CPU from /proc/stat minus this process's).
 The fit's parts are timed by wrapping deccal.dimfree's module functions in the subprocess (no library code is
 changed): the basis (`make_basis` + `whiten`), the row state (`LocalRows.build`), the searches (`search_groups`, which runs `search_rule`) and
-the gathering of the search rows (`gather_search`); the rest of the time is the per-round row work (square loss,
-the rule's statistics, the patch and projection of every row).  The time exponent is the least-squares slope of
+stacking the search rows the blocks return (`stack_search`; records before this change timed `gather_search`, which also
+took the rows from the blocks); the rest of the time is the per-round row work (square loss, the search rows, the
+rule's statistics, the patch and projection of every row).  The time exponent is the least-squares slope of
 log(time) on log(n) over n >= 30,000 (r = 300).  A run that takes more than 15 minutes is stopped and recorded.
 """
 from __future__ import annotations
@@ -63,18 +64,21 @@ def instrument(progress=None):
     `progress(event)`, if given, is called after the row state is built ('setup') and after each round's patch ('round')."""
     import deccal.dimfree as dfm
     T = {}
+    active = set()                                   # timers running now: a call within one of the same name is not counted again
     def timed(name, f):
         def g(*a, **k):
-            t = time.perf_counter()
+            if name in active: return f(*a, **k)
+            t = time.perf_counter(); active.add(name)
             try: return f(*a, **k)
             finally:
+                active.discard(name)
                 T[name] = T.get(name, 0.0) + time.perf_counter() - t
                 T[name + '_calls'] = T.get(name + '_calls', 0) + 1
         return g
     dfm.search_groups = timed('search', dfm.search_groups)
     dfm.make_basis = timed('basis', dfm.make_basis)
     dfm.whiten = timed('whiten', dfm.whiten)
-    dfm.gather_search = timed('gather', dfm.gather_search)
+    dfm.stack_search = timed('gather', dfm.stack_search)            # each round: the blocks' search rows stacked
     build = dfm.LocalRows.build
     def build_rows(*a, **k):
         out = build(*a, **k)

@@ -16,7 +16,7 @@ from .groups import Groups
 from .embedding import Embedding, FactoredEmbedding
 from .losses import Loss
 from .basis import make_basis, whiten
-from .rows import LocalRows, gather_search, split_rows, mean_se, backend_for
+from .rows import LocalRows, stack_search, split_rows, mean_se, backend_for
 from .params import Estimator, optional, check_verbose
 from .audit import search_groups, check_holdout, certify as certify_sample, AuditResult
 
@@ -234,6 +234,7 @@ def start_rows(self:DimFreeDeCal,
 @patch
 def audit_round(self:DimFreeDeCal,
                 params:dict,     # the checked parameters
+                search:tuple,    # (S, T, weights, memberships) of the rows the auditor searches (`stack_search`)
                 rows,            # the row blocks (LocalRows, or a backend's)
                 hold,            # the held-out row blocks, or None
                 searched,        # sorted rows the auditor searches (and, with sample='split', the rows it audits)
@@ -246,7 +247,7 @@ def audit_round(self:DimFreeDeCal,
     re-measured on held-out rows. With groups, the search runs for each group and the round audits, and later
     patches, the group whose best rule reaches the largest value (`group`; every group's value: `group_values`)."""
     A, beta, R1 = params['n_actions'], params['beta'], params['R1']
-    S, T, ws, G = gather_search(rows, searched)
+    S, T, ws, G = search
     k, U, search_values, per = search_groups(S, T, ws, G, beta, R1, A, params['n_starts'], rng, params['max_iter'],
                                              inits, params['top_groups'])
     per_block = (rows.each('stats_at', U, beta, k, per=split_rows(searched, rows.sizes)) if split
@@ -284,18 +285,21 @@ def run_rounds(self:DimFreeDeCal,
     target, stop = 0.75 * params['eps'], "max_rounds"
     bar = Progress(1.0, type(self).__name__, enabled=params['verbose'], count=False)
     for t in range(max_rounds + 1):
-        rec = dict(round=t, square_loss=mean_of_sums(rows.each('square_loss_sum')))
-        if hold is not None:
-            held_losses.append(mean_of_sums(hold.each('square_loss_sum')))
-            rec.update(holdout_square_loss=held_losses[-1])
+        if hold is not None: held_losses.append(mean_of_sums(hold.each('square_loss_sum')))
         if params['early_stopping'] and t - int(np.argmin(held_losses)) >= params['n_iter_no_change']:
             stop = "early_stopping"
-        if t == max_rounds or stop == "early_stopping":
-            rec.update(audit_value=None); history.append(rec); break
-        if parts is not None: searched = parts[t]      # the rows this round's auditor sees
+        last = t == max_rounds or stop == "early_stopping"
+        if last: searched = None
+        elif parts is not None: searched = parts[t]    # the rows this round's auditor sees
         elif n > n_search: searched = np.sort(rng.choice(n, n_search, replace=False))
         else: searched = np.arange(n)
-        r = self.audit_round(params, rows, hold, searched, parts is not None, [] if U_prev is None else [U_prev], rng)
+        # the square loss and the search rows at once: one call to each block
+        opened = rows.each('round_start', per=None if last else split_rows(searched, rows.sizes))
+        rec = dict(round=t, square_loss=mean_of_sums([q[0] for q in opened]))
+        if hold is not None: rec.update(holdout_square_loss=held_losses[-1])
+        if last: rec.update(audit_value=None); history.append(rec); break
+        r = self.audit_round(params, stack_search([q[1] for q in opened]), rows, hold, searched, parts is not None,
+                             [] if U_prev is None else [U_prev], rng)
         U_prev = r['U']
         rec.update(audit_value=r['value'], **{k: r[k] for k in ('holdout_value', 'holdout_se') if k in r})
         if r['group'] is not None: rec.update(group=r['group'], group_values=r['group_values'])

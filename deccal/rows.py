@@ -12,7 +12,8 @@ from .decisions import quantal_response
 from .basis import Basis
 
 # %% auto #0
-__all__ = ['BACKENDS', 'Rows', 'LocalRows', 'split_rows', 'gather_search', 'mean_se', 'register_backend', 'backend_for']
+__all__ = ['BACKENDS', 'Rows', 'LocalRows', 'split_rows', 'stack_search', 'gather_search', 'mean_se', 'register_backend',
+           'backend_for']
 
 # %% ../nbs/05b_rows.ipynb #46654a3e
 class Rows:
@@ -72,6 +73,11 @@ class Rows:
         return (S, self.hyu[idx] - S, None if self.w is None else self.w[idx],
                 None if self.groups is None else self.groups[idx])
 
+    def round_start(self, idx=None) -> tuple:
+        """What a round reads from the block before its search, in one call (one task per block on a cluster): the
+        square-loss sums (`square_loss_sum`) and the search rows at local indices idx (`take`; None without idx)."""
+        return self.square_loss_sum(), None if idx is None else self.take(idx)
+
     def rule(self, U, beta:float):
         "The decisions (N, A) of the rule l' with whitened coordinates U (A, r): its quantal response."
         return quantal_response(self.coords() @ U.T, beta)
@@ -81,6 +87,7 @@ class Rows:
         g_k(x) k(x): (sum w g k T (A, r), sum w g^2 k k^T (A, A), sum w)."""
         S, hyu, w = (self.coords(), self.hyu, self.w) if idx is None else (
             self.coords()[idx], self.hyu[idx], None if self.w is None else self.w[idx])
+        if not len(S): return np.zeros(U.shape), np.zeros((len(U), len(U))), 0.0    # none of the rows audited here
         k_ = quantal_response(S @ U.T, beta)
         g = self.member(k, idx)
         if g is not None: k_ = g[:, None] * k_
@@ -146,17 +153,23 @@ def split_rows(idx,    # sorted global row indices
     return [part - (e - s) for part, e, s in zip(np.split(idx, cut[:-1]), ends, sizes)]
 
 # %% ../nbs/05b_rows.ipynb #836b2a32
-def gather_search(rows,  # LocalRows, or a backend's blocks with the same `each` and `sizes`
-                  idx,   # sorted global row indices
-                 ) -> tuple:
-    """S, T, the search's weights (summing to 1) and the group memberships (or None) at sorted global rows idx,
-    gathered from the blocks."""
-    parts = rows.each('take', per=split_rows(idx, rows.sizes))
+def stack_search(parts:list, # the blocks' search rows, as `Rows.take` returns them (S, T, w, G), in order
+                ) -> tuple:
+    """S, T, the search's weights (summing to 1) and the group memberships (or None), stacked from the blocks' search
+    rows."""
     S, T = np.vstack([q[0] for q in parts]), np.vstack([q[1] for q in parts])
     w = None if parts[0][2] is None else np.concatenate([q[2] for q in parts])
     G = None if parts[0][3] is None else np.vstack([q[3] for q in parts])
     if w is None or not w.sum() > 0: w = np.ones(len(S))                # (weight 0: searched unweighted)
     return S, T, w / w.sum(), G
+
+
+# %% ../nbs/05b_rows.ipynb #cc4f13e4
+def gather_search(rows,  # LocalRows, or a backend's blocks with the same `each` and `sizes`
+                  idx,   # sorted global row indices
+                 ) -> tuple:
+    "`stack_search` of the rows at sorted global indices idx, taken from the blocks (`take`)."
+    return stack_search(rows.each('take', per=split_rows(idx, rows.sizes)))
 
 
 # %% ../nbs/05b_rows.ipynb #37d4cb60
