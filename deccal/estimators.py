@@ -185,6 +185,10 @@ class _DecisionCalibratedBase(BaseEstimator):
             raise DeccalError('segments', "'trees' grows its tree on a classifier's temperature score; name the "
                                           "columns, or give a Groups, for a regressor")
         family = segment_family(self.segments, Xb, self.max_segments)   # the segments (None: none, or not yet)
+        named = FIRST_STAGES.get(getattr(self, 'first_stage', None))      # a first stage named by the user
+        if named is not None and named.uses_groups and family is None and not trees:   # refused before any fit
+            raise DeccalError('first_stage', f"{self.first_stage!r} needs segments, but segments={self.segments!r} "
+                                             "found none")
         t = self._target(est, y)                      # the outcomes, the kernel and the default rules of the subclass
         seed = _seed(self.random_state)
         cal = calibrator_for(self.method, t.kernel, n_actions=t.n_actions, beta=t.beta, R1=t.R1, eps=t.eps,
@@ -348,11 +352,7 @@ def _fit_first_stage(self:DecisionCalibratedClassifier,
     if self.first_stage == 'auto':
         self.first_stage_ = select_first_stage(P, y, seed=seed, sample_weight=sample_weight, groups=groups)
     else:
-        stage = FIRST_STAGES[self.first_stage]()
-        if stage.uses_groups and groups is None:
-            raise DeccalError('first_stage', f"{self.first_stage!r} needs segments, but segments={self.segments!r} "
-                                             "found none")
-        self.first_stage_ = stage.fit_on(P, y, sample_weight, groups)
+        self.first_stage_ = FIRST_STAGES[self.first_stage]().fit_on(P, y, sample_weight, groups)   # (checked in fit)
     return self.first_stage_.transform_on(P, groups)
 
 
