@@ -23,7 +23,7 @@ from .rows import backend_for
 
 # %% auto #0
 __all__ = ['AUDIT_RADII', 'MAX_STARTS', 'LANDMARKS_ABOVE', 'search_rule', 'group_values', 'search_groups', 'AuditResult',
-           'search_bytes', 'audit', 'check_holdout', 'remeasure', 'landmark_basis', 'landmark_coords',
+           'search_bytes', 'audit', 'check_holdout', 'split_holdout', 'remeasure', 'landmark_basis', 'landmark_coords',
            'landmark_factors', 'landmark_search', 'landmark_G', 'landmark_losses', 'certify', 'BestResponseAudit',
            'explicit_predictions', 'audit_best_response']
 
@@ -464,13 +464,8 @@ def _audit_in_memory(pred:Embedding,  # predictions p(x_i) on the audit sample
     pred.check_kernel(kernel)
     n = pred.n
     w = _check_signed_weights(opts['weights'], n)
-    G, Gh = None if opts['groups'] is None else check_groups(opts['groups'], n, 'pred'), None
-    if holdout is not None and G is not None:
-        if not isinstance(holdout, tuple) or len(holdout) != 3:
-            raise DeccalError('holdout', "with groups, give (pred_holdout, Y_holdout, groups_holdout)")
-        holdout, Gh = holdout[:2], holdout[2]
-    if holdout is not None: holdout = check_holdout(holdout, kernel, pred.dim)   # bad held-out data fails first
-    if Gh is not None: Gh = check_groups(Gh, holdout[0].n, 'holdout', G.shape[1], 'holdout groups')
+    G = None if opts['groups'] is None else check_groups(opts['groups'], n, 'pred')
+    holdout, Gh = split_holdout(holdout, kernel, pred.dim, None if G is None else G.shape[1])   # bad ones fail first
     check_memory(search_bytes(max(n, 0 if holdout is None else holdout[0].n), A), 'n_actions',
                  f"{A} actions on {n} rows")
     rng = np.random.default_rng(opts['seed'])
@@ -567,9 +562,7 @@ def audit(pred:Embedding,        # predictions p(x_i) on the audit sample
     elif not isinstance(kernel, Kernel): raise DeccalTypeError('kernel', f"expected a deccal kernel, got {kernel!r}")
     opts = _audit_options(n_actions, beta, R1, seed, holdout, n_starts, max_iter, exact_max, method, landmark_rows,
                           search_max, trace_tol, max_rank, delta, R2, weights, inits, verbose, groups, top_groups)
-    if elsewhere is not None:
-        if groups is not None: raise DeccalError('groups', "data held elsewhere (Dask) is audited without groups")
-        return elsewhere(pred, Y, kernel, opts, t0)   # e.g. Dask: each block reduced there
+    if elsewhere is not None: return elsewhere(pred, Y, kernel, opts, t0)   # e.g. Dask: each block reduced there
     return _audit_in_memory(pred, Y, kernel, opts, t0)
 
 # %% ../nbs/06_audit.ipynb #503f355f
@@ -587,6 +580,23 @@ def check_holdout(holdout,        # the `holdout=` argument: a pair (pred_holdou
     Yh = kernel.check(Yh, 'holdout outcomes'); check_rows(ph.n, Yh, 'holdout outcomes', 'holdout predictions')
     if Yh.shape[1] != dim: raise DeccalError('holdout', f"outcomes on R^{Yh.shape[1]} but the sample's are on R^{dim}")
     return ph, Yh
+
+# %% ../nbs/06_audit.ipynb #3186c8c2
+def split_holdout(holdout,        # `audit`'s holdout: (pred_holdout, Y_holdout), with groups a triple with the held-out
+                                  # rows' memberships; or None
+                  kernel:Kernel,  # the kernel its outcomes must suit
+                  dim:int,        # the dimension of the sample's outcomes
+                  K:int=None,     # the number of groups the audit has (None: no groups)
+                 ) -> tuple:      # ((pred_holdout, Y_holdout) checked, or None; the memberships (m, K) or None)
+    "The held-out pair, checked, and with groups the held-out rows' memberships, checked."
+    if holdout is None: return None, None
+    Gh = None
+    if K is not None:
+        if not isinstance(holdout, tuple) or len(holdout) != 3:
+            raise DeccalError('holdout', "with groups, give (pred_holdout, Y_holdout, groups_holdout)")
+        holdout, Gh = holdout[:2], holdout[2]
+    holdout = check_holdout(holdout, kernel, dim)
+    return holdout, None if Gh is None else check_groups(Gh, holdout[0].n, 'holdout', K, 'holdout groups')
 
 # %% ../nbs/06_audit.ipynb #c08f3dc0
 def remeasure(res:AuditResult,    # an audit's result; the held-out numbers are set on it

@@ -15,8 +15,8 @@ from .checks import DeccalError, DeccalTypeError, check_array, check_groups, on_
 from .kernels import Kernel
 from .embedding import Embedding
 from .rows import Rows, LocalRows, split_rows, register_backend
-from .audit import (AuditResult, check_holdout, remeasure, landmark_basis, landmark_coords, landmark_search,
-                          landmark_G, landmark_losses)
+from .audit import (AuditResult, check_holdout, split_holdout, remeasure, landmark_basis, landmark_coords,
+                          landmark_search, landmark_G, landmark_losses)
 from .dimfree import DimFreeDeCal, radius, validation_split
 
 # %% auto #0
@@ -436,20 +436,21 @@ def transform_on_dask(cal:DimFreeDeCal, # a fitted calibrator
 
 # %% ../nbs/87_dask.ipynb #8b60e528
 class _Coords:
-    "A block of the auditor's landmark coordinates: S_P, S_R (N, r) and the weights (N,)."
+    """A block of the auditor's landmark coordinates: S_P, S_R (N, r), the weights (N,) and the rows' group
+    memberships (N, K), or None without groups."""
 
-    def __init__(self, SP, SR, w):
-        self.SP, self.SR, self.w = SP, SR, w
+    def __init__(self, SP, SR, w, G=None):
+        self.SP, self.SR, self.w, self.G_rows = SP, SR, w, G
 
     @classmethod
-    def build(cls, kernel, basis, to_u, pred, Y, w, G=None):  # G: no groups on the auditor's Dask path
-        return cls(*landmark_coords(basis, to_u, pred, Y), w)
+    def build(cls, kernel, basis, to_u, pred, Y, w, G=None):
+        return cls(*landmark_coords(basis, to_u, pred, Y), w, G)
 
-    def take(self, idx):
-        return self.SP[idx], self.SR[idx], self.w[idx]  # search rows at local indices
+    def take(self, idx):   # search rows at local indices: S_P, S_R, weights, memberships (or None)
+        return self.SP[idx], self.SR[idx], self.w[idx], None if self.G_rows is None else self.G_rows[idx]
 
-    def G(self, U, beta):
-        return landmark_G(self.SP, self.SR, self.w, U, beta)  # (r, A): the block's part of the G_a
+    def G(self, U, beta, k=None):   # (r, A): the block's part of the G_a (within group k: weights times g_k(x))
+        return landmark_G(self.SP, self.SR, self.w if k is None else self.w * self.G_rows[:, k], U, beta)
 
 # %% ../nbs/87_dask.ipynb #42e09406
 def audit_on_dask(
@@ -471,9 +472,10 @@ def audit_on_dask(
     if len(pred.V):
         kernel.check(pred.V, 'pred (shared atoms)')
     n, A, beta, R1 = pred.n, opts['A'], opts['beta'], opts['R1']
-    holdout = (
-        None if opts['holdout'] is None else check_holdout(opts['holdout'], kernel, pred.dim)
-    )  # held-out data: in memory
+    G = None if opts['groups'] is None else _groups(opts['groups'], pred)
+    holdout, Gh = split_holdout(opts['holdout'], kernel, pred.dim, None if G is None else G.shape[1])  # in memory
+    if G is not None:
+        _check_range('groups', *dask.compute(_membership_range(G))[0])
     if opts['weights'] is None:
         w = da.full(n, 1.0 / n, chunks=(pred.chunks,))
     else:
@@ -490,13 +492,14 @@ def audit_on_dask(
         opts['trace_tol'],
         opts['max_rank'],
     )
-    rows = _DaskRows.build(_Coords, kernel, basis, to_u, pred, Y, w)
+    rows = _DaskRows.build(_Coords, kernel, basis, to_u, pred, Y, w, groups=G)
     srch = np.sort(rng.choice(n, opts['search_max'], replace=False)) if n > opts['search_max'] else np.arange(n)
     parts = rows.each('take', per=split_rows(srch, rows.sizes))
     SP, SR, ws = (np.concatenate([q[j] for q in parts]) for j in range(3))
+    Gs = None if G is None else np.concatenate([q[3] for q in parts])
     if n > opts['search_max']:
         ws = ws * (n / opts['search_max'])  # the search's weights: an unbiased estimate of the objective
-    U, values, info['rank_P'], info['captured_P'] = landmark_search(
+    U, values, info['rank_P'], info['captured_P'], *kp = landmark_search(
         SP,
         SR,
         ws,
@@ -509,8 +512,15 @@ def audit_on_dask(
         opts['inits'],
         opts['trace_tol'],
         opts['max_rank'],
+        None,
+        Gs,
+        opts['top_groups'],
     )
-    value, Gn, loss, rule = landmark_losses(kernel, basis, to_u, sum(rows.each('G', U, beta)), U, R1)
+    k = None  # the witnessed group (None: everyone)
+    if kp:
+        k, info['group_values'] = kp
+    value, Gn, loss, rule = landmark_losses(kernel, basis, to_u, sum(rows.each('G', U, beta, k)), U, R1)
+    info['group'] = k
     info.update(
         search_rows=len(srch),
         start_values=values,
@@ -527,7 +537,8 @@ def audit_on_dask(
             if opts['R2'] is not None
             else float(np.sqrt(max(*_maxima(kernel, pred, Y), kernel.diag(Yh).max(), ph.sq_norms(kernel).max())))
         )
-        remeasure(res, holdout, kernel, None, None, opts['delta'], R2, R2_given=opts['R2'] is not None)
+        remeasure(res, holdout, kernel, None, None, opts['delta'], R2, R2_given=opts['R2'] is not None,
+                  member=None if k is None else Gh[:, k])
     res.info['seconds'] = time.perf_counter() - t0
     return res
 
