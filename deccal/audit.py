@@ -355,25 +355,31 @@ class AuditResult:
         b = self.bounds(self.delta / k if joint else self.delta)
         lvl, two = _pct(1 - b['delta']), 2 * self.R1 * R2
         free = "distribution-free" if given else "R2 estimated: not distribution-free"
-        lines = [f"On {self.holdout_m} held-out points the witnessed pair (l, l') has decision calibration error "
-                 f"{self.holdout_value:.4g} (standard error {self.holdout_se:.2g}).",
-                 (f"R2 = {R2:.4g} is the bound given on ||phi(y)|| and ||p(x)||: the Hoeffding lines are "
-                  "distribution-free." if given else
-                  f"R2 = {R2:.4g} was estimated from the data (the largest ||phi(y)|| and ||p(x)|| on the "
-                  "samples): the Hoeffding lines hold only if no point exceeds it, so they are not "
-                  "distribution-free (pass R2= a known bound)."),
-                 f"  [1] The witnessed pair (l, l'): error at most {b['normal_upper']:.4g} with confidence {lvl} "
-                 "(one-sided normal approximation).",
-                 f"  [2] The witnessed pair (l, l'): error at most {b['hoeffding_upper']:.4g} with confidence "
-                 f"{lvl} (Hoeffding's inequality, |g| <= 2 R1 R2; {free})."]
+        grp = self.info.get('group')
+        who = "" if grp is None else f" in group {grp}"
+        lines = [f"On {self.holdout_m} held-out points the witnessed pair (l, l'){who} has decision calibration error "
+                 f"{self.holdout_value:.4g} (standard error {self.holdout_se:.2g})."]
+        if grp is not None:
+            lines.append(f"Group {grp} is the worst of the {len(self.info['group_values'])} groups the auditor "
+                         "searched. Each error below is the group's share: the mean over all held-out points of the "
+                         "gap times the point's membership of the group (the error within the group times its weight).")
+        lines += [(f"R2 = {R2:.4g} is the bound given on ||phi(y)|| and ||p(x)||: the Hoeffding lines are "
+                   "distribution-free." if given else
+                   f"R2 = {R2:.4g} was estimated from the data (the largest ||phi(y)|| and ||p(x)|| on the "
+                   "samples): the Hoeffding lines hold only if no point exceeds it, so they are not "
+                   "distribution-free (pass R2= a known bound)."),
+                  f"  [1] The witnessed pair (l, l'){who}: error at most {b['normal_upper']:.4g} with confidence "
+                  f"{lvl} (one-sided normal approximation).",
+                  f"  [2] The witnessed pair (l, l'){who}: error at most {b['hoeffding_upper']:.4g} with confidence "
+                  f"{lvl} (Hoeffding's inequality, |g| <= 2 R1 R2; {free})."]
         if self.rule_bound is not None:
             vac = f" - vacuous: the gap never exceeds 2 R1 R2 = {two:.4g}." if b['rule_bound'] >= two else "."
-            lines.append(f"  [3] Every loss l in the R1-ball, for decisions following the witnessed rule l': error "
-                         f"at most {b['rule_bound']:.4g} with confidence {lvl} (Hoeffding in Hilbert spaces, the "
-                         f"paper's appendix theorem; {free})" + vac)
-        lines.append(f"  [{k}] The whole class: decCE is at least {max(b['normal_lower'], 0):.4g} with confidence "
-                     f"{lvl} (one-sided normal approximation for the witnessed pair; the auditor may have missed a "
-                     "worse pair: this is a lower bound, not a certificate of calibration).")
+            lines.append(f"  [3] Every loss l in the R1-ball, for decisions following the witnessed rule l'{who}: "
+                         f"error at most {b['rule_bound']:.4g} with confidence {lvl} (Hoeffding in Hilbert spaces, "
+                         f"the paper's appendix theorem; {free})" + vac)
+        lines.append(f"  [{k}] The whole class{who}: decCE is at least {max(b['normal_lower'], 0):.4g} with "
+                     f"confidence {lvl} (one-sided normal approximation for the witnessed pair; the auditor may have "
+                     "missed a worse pair: this is a lower bound, not a certificate of calibration).")
         approx = "those by the normal approximation only approximately"
         if joint:
             lines.append(f"  Jointly: each of [1]-[{k}] is at level 1 - delta/{k} = {lvl}, so by Bonferroni all "
@@ -724,10 +730,12 @@ def certify(pred:Embedding,          # predictions on data the calibrator never 
             R2:float=None,           # a known bound on ||phi(y)|| and ||p(x)|| (default: the largest on the data;
                                      # then the Hoeffding bounds are not distribution-free)
             seed:int=0,              # seed of the split and of the search (an integer >= 0)
+            groups=None,             # (n, K) memberships in [0, 1]: search every group, re-measure the worst
+                                     # (group, pair) on the other part, its share of the error
             **kw,                    # passed to `audit` (n_starts, max_iter, verbose, ...)
            ) -> AuditResult:
-    """Audit fresh data honestly: search one random part for the worst pair, re-measure it on the other;
-    `.report()` says what it means."""
+    """Audit fresh data honestly: search one random part for the worst pair (with groups: the worst group and
+    pair), re-measure it on the other; `.report()` says what it means."""
     _check_pred_kernel(pred, kernel)
     search_fraction = check_number(search_fraction, 'search_fraction', 0, 1)
     seed = check_seed(seed)
@@ -739,24 +747,30 @@ def certify(pred:Embedding,          # predictions on data the calibrator never 
         raise DeccalError('pred', f"{n} points leave {ns} to search and {n - ns} to re-measure; "
                                   "need at least 2 of each")
     Y = _check_outcomes(Y, pred, kernel)
+    G = None if groups is None else check_groups(groups, n, 'pred')
     if 'weights' in kw:
         raise DeccalError('weights', "certify re-measures on an unweighted held-out part; for weighted data call "
                                      "audit with holdout=")
     perm = np.random.default_rng([seed, 2]).permutation(n)
     s_, h_ = np.sort(perm[:ns]), np.sort(perm[ns:])
-    res = audit(pred[s_], Y[s_], kernel, n_actions=n_actions, beta=beta, R1=R1, seed=seed,
-                holdout=(pred[h_], Y[h_]), delta=delta, R2=R2, **kw)
-    _rule_bound(res, pred[h_], Y[h_], kernel)
+    res = audit(pred[s_], Y[s_], kernel, n_actions=n_actions, beta=beta, R1=R1, seed=seed, groups=rows_of(G, s_),
+                holdout=(pred[h_], Y[h_]) + (() if G is None else (G[h_],)), delta=delta, R2=R2, **kw)
+    g = res.info.get('group')
+    _rule_bound(res, pred[h_], Y[h_], kernel, None if g is None else G[h_, g])
     return res
 
 # %% ../nbs/06_audit.ipynb #98326615
-def _rule_bound(res, ph, Yh, kernel):
+def _rule_bound(res, ph, Yh, kernel,
+                member=None, # (m,) the held-out rows' membership of the witnessed group, or None (everyone)
+               ):
     """Bound over every loss l for decision makers following the witnessed rule l': R1 sum_a ||G_a|| on the held-out
     part (stored as info['rule_holdout']) plus its deviation. Each G_a is a mean of vectors of norm <= 2 R2 k_a;
     stacked over actions they have norm <= 2 R2, so by Hoeffding's inequality in Hilbert spaces
-    ||G_hat - G|| <= 4 R2 sqrt(2 ln(2/delta) / m) in H^A, and sum_a is <= sqrt(A) times it (`AuditResult.bounds`)."""
+    ||G_hat - G|| <= 4 R2 sqrt(2 ln(2/delta) / m) in H^A, and sum_a is <= sqrt(A) times it (`AuditResult.bounds`).
+    Within a group the decisions are times the membership g(x) in [0, 1]: the group's share, with the same bound."""
     m = ph.n
     k = quantal_response(ph.loss_estimates(res.rule_loss), res.beta)
+    if member is not None: k = k * member[:, None]
     _, RK = _Grams(kernel, ph, Yh).matmat(XR=k / m)            # one pass over the held-out residual Gram matrix
     Gh = np.sqrt(np.maximum(np.einsum('ia,ia->a', k / m, RK), 0))
     res.info['rule_holdout'] = float(res.R1 * Gh.sum())

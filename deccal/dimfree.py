@@ -731,12 +731,13 @@ def certify(self:DimFreeDeCal,
             **kw,                      # passed to `audit` (n_starts, max_iter, R2, verbose, ...)
            ) -> AuditResult:
     """Audit the calibrated predictions of fresh data: the worst pair found on one part, re-measured on the other.
-    With groups, the predictions are calibrated with the rows' memberships and audited over everyone (for the worst
-    group, call `audit` with `groups=` and a held-out triple)."""
+    With groups, the predictions are calibrated with the rows' memberships, and the auditor searches every group:
+    the worst (group, pair), re-measured as the group's share of the error."""
     self.check_fitted(pred)
     params = self.params_
+    G = self.checked_groups(groups, pred.n, features)
     return certify_sample(
-        self.transform(pred, groups, features),
+        self.transform(pred, G),
         Y,
         params['kernel'],
         n_actions=params['n_actions'],
@@ -745,5 +746,6 @@ def certify(self:DimFreeDeCal,
         search_fraction=search_fraction,
         delta=delta,
         seed=seed,
+        groups=G,
         **kw,
     )
