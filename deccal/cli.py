@@ -162,7 +162,8 @@ def _same_file(a, b) -> bool:
     return Path(a).resolve() == Path(b).resolve()
 
 # %% ../nbs/90_cli.ipynb #d5b043bd
-_INPUTS = ('--calibrator', '--pred', '--y', '--classes', '--holdout-pred', '--holdout-y')   # the options read
+_INPUTS = ('--calibrator', '--pred', '--y', '--classes', '--holdout-pred', '--holdout-y', '--groups',
+           '--holdout-groups')   # the options read
 
 def _check_not_an_input(a, out:str):
     "Refuse an output option (`--output`, `--report`) that names the file of one of the command's inputs."
@@ -183,6 +184,8 @@ def _audit_summary(res) -> dict:
     "The figures of an `AuditResult` as plain numbers (for report.json)."
     out = dict(value=res.value, n=res.n, G_norms=[float(g) for g in res.G_norms], rank_P=res.info.get('rank_P'),
                rank_R=res.info.get('rank_R'), seconds=res.info.get('seconds'))
+    if res.info.get('group') is not None:
+        out.update(group=int(res.info['group']), group_values=[float(v) for v in res.info['group_values']])
     if res.holdout_value is not None:
         out.update(holdout_value=res.holdout_value, holdout_se=res.holdout_se,
                    holdout_hoeffding_ci=list(res.holdout_ci), holdout_normal_ci=list(res.holdout_normal_ci))
@@ -195,12 +198,29 @@ def _write_json(path, obj, name='path'):
 
 # %% ../nbs/90_cli.ipynb #3ea2c51c
 def _holdout(a):
-    "The held-out predictions and outcomes given with --holdout-pred/--holdout-y, or None."
+    """The held-out predictions and outcomes given with --holdout-pred/--holdout-y, or None; with --groups, also the
+    held-out rows' memberships (--holdout-groups)."""
     if (a.holdout_pred is None) != (a.holdout_y is None):
         raise DeccalError('--holdout-pred' if a.holdout_y is None else '--holdout-y',
                           "give --holdout-pred and --holdout-y together, or neither")
+    if a.holdout_groups is not None and (a.groups is None or a.holdout_pred is None):
+        raise DeccalError('--holdout-groups', "goes with --groups and --holdout-pred/--holdout-y")
     if a.holdout_pred is None: return None
-    return read_predictions(a.holdout_pred, a.kind, a.classes, '--holdout-pred'), read_array(a.holdout_y, '--holdout-y')
+    if a.groups is not None and a.holdout_groups is None:
+        raise DeccalError('--holdout-groups', "with --groups and held-out rows, give the held-out rows' memberships")
+    hold = read_predictions(a.holdout_pred, a.kind, a.classes, '--holdout-pred'), read_array(a.holdout_y, '--holdout-y')
+    return hold if a.groups is None else hold + (read_array(a.holdout_groups, '--holdout-groups'),)
+
+# %% ../nbs/90_cli.ipynb #9d3dd83e
+def _groups(a):
+    "The memberships given with --groups (an (n, K) array in [0, 1]), or None."
+    return None if getattr(a, 'groups', None) is None else read_array(a.groups, '--groups')
+
+# %% ../nbs/90_cli.ipynb #5c8c0418
+def _as_options(e:DeccalError) -> DeccalError:
+    "An error about groups or held-out data, named by the command-line option the user gave."
+    opts = {'groups': '--groups', 'holdout groups': '--holdout-groups', 'holdout': '--holdout-pred'}
+    return _relabel(e, opts[e.arg]) if e.arg in opts else e
 
 # %% ../nbs/90_cli.ipynb #5e9c3ea1
 def _npz_output(path, what):
@@ -215,11 +235,12 @@ def cmd_audit(a) -> dict:
     if a.report is not None: check_writable(a.report, '--report'); _check_not_an_input(a, '--report')
     k = kernel_from_options(a.kernel, a.gamma, a.degree, a.c)
     pred, Y = read_predictions(a.pred, a.kind, a.classes), read_array(a.y, '--y')
-    hold = _holdout(a)
+    hold, G = _holdout(a), _groups(a)
     check_memory(search_bytes(max(pred.n, hold[0].n if hold else 0), a.actions), '--actions',
                   f"{a.actions} actions on {pred.n} rows")
-    res = audit(pred, Y, k, n_actions=a.actions, beta=a.beta, R1=a.R1, seed=a.seed, holdout=hold, delta=a.delta,
-                verbose=not a.quiet)
+    try: res = audit(pred, Y, k, n_actions=a.actions, beta=a.beta, R1=a.R1, seed=a.seed, holdout=hold,
+                     delta=a.delta, verbose=not a.quiet, groups=G)
+    except DeccalError as e: raise _as_options(e) from None
     print(res)
     rep = dict(command='audit', kernel=repr(k), actions=a.actions, beta=a.beta, R1=a.R1, audit=_audit_summary(res))
     if a.report is not None: _write_json(a.report, rep, '--report'); print(f"wrote {a.report}")
@@ -231,7 +252,7 @@ def cmd_calibrate(a):
     _npz_output(a.output, 'calibrator'); _check_not_an_input(a, '--output')
     k = kernel_from_options(a.kernel, a.gamma, a.degree, a.c)
     pred, Y = read_predictions(a.pred, a.kind, a.classes), read_array(a.y, '--y')
-    hold = _holdout(a)
+    hold, G = _holdout(a), _groups(a)
     vf = a.validation_fraction                      # checked by the calibrator below; any bad value: all rows
     fit_rows = pred.n if hold or a.no_early_stopping or not 0 <= vf < 1 else int(pred.n * (1 - vf))
     check_memory(search_bytes(fit_rows, a.actions), '--actions', f"{a.actions} actions on {fit_rows} rows")
@@ -240,7 +261,8 @@ def cmd_calibrate(a):
               validation_fraction=a.validation_fraction, n_iter_no_change=a.n_iter_no_change)
     cal = (DimFreeDeCal(k, step=a.step, **kw) if a.method == 'dimfree'
            else ZhaoDeCal(k, regularizer=a.regularizer, **kw))
-    cal.fit(pred, Y, holdout=hold)
+    try: cal.fit(pred, Y, holdout=hold, groups=G)
+    except DeccalError as e: raise _as_options(e) from None
     audits = [h['audit_value'] for h in cal.history_ if h.get('audit_value') is not None]
     kept = cal.history_[cal.best_round_]
     first = cal.history_[0]
@@ -263,8 +285,11 @@ def cmd_transform(a):
     try: cal = load_calibrator(a.calibrator)
     except DeccalError as e: raise _relabel(e, '--calibrator') from None
     pred = read_predictions(a.pred, a.kind, a.classes)
-    try: out = cal.transform(pred)
-    except DeccalError as e: raise _relabel(e, '--pred', f"{str(a.pred)!r}: ") from None
+    G = _groups(a)
+    try: out = cal.transform(pred, G)
+    except DeccalError as e:
+        raise (_as_options(e) if e.arg in ('groups', 'features') else _relabel(e, '--pred', f"{str(a.pred)!r}: ")) \
+            from None
     save_embedding(a.output, out, '--output')
     print(f"{out.n} calibrated predictions written to {a.output} (load them with deccal.cli.load_embedding)")
     return out
@@ -441,6 +466,9 @@ def _common(p):
     F('--seed', type=int, default=0, help='random seed of the search')
     F('--holdout-pred', help='held-out predictions, same kind (optional)')
     F('--holdout-y', help='held-out outcomes (optional, with --holdout-pred)')
+    F('--groups', help='memberships (n, K) in [0, 1] of K groups of the rows (optional): audit every group, or '
+                       'calibrate within the worst group each round; FILE.npz[:KEY] or FILE.csv')
+    F('--holdout-groups', help="the held-out rows' memberships (with --groups and --holdout-pred)")
     F('--quiet', action='store_true', help='no progress bars')
 
 # %% ../nbs/90_cli.ipynb #eee4865f
@@ -496,6 +524,7 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument('--kind', choices=KINDS, default='points', help='what the predictions are')
     tr.add_argument('--classes', help='with --kind probs: file of the classes\' outcome vectors')
     tr.add_argument('--output', required=True, help='file to write the calibrated predictions to (.npz)')
+    tr.add_argument('--groups', help="the new rows' memberships (N, K), for a calibrator fitted with --groups")
     tr.add_argument('--quiet', action='store_true', help='no progress bars (transform shows none: accepted as by '
                                                          'the other commands)')
     return p
