@@ -105,7 +105,7 @@ def one(n, chunk, rounds=ROUNDS):
     marks = []                                              # (time, search s, gather s so far) at each round's patch: the steady per-round figures
     def mark(event):
         if event == 'round': marks.append((time.perf_counter(), T.get('search', 0.0), T.get('gather', 0.0)))
-    T = instrument(mark)                                    # client-side timers: search_groups, gather_search, make_basis, whiten
+    T = instrument(mark)                                    # client-side timers: search_groups, stack_search, make_basis, whiten
     dmap = ddk._DaskRows.map
     def dask_map(self, method, *args):
         out = dmap(self, method, *args)

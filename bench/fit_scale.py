@@ -432,7 +432,7 @@ def profile_lines(prof):
     for r in prof['by_cumtime'][:22]:
         out.append(f"| `{r['func']}` | {r['ncalls'] / R:.1f} | {r['cumtime'] / R:.2f} | {r['tottime'] / R:.2f} |")
     out += ['', '(`bench/fit_scale.py:...(g)` is the wrapper that records the array shapes below and times the parts; it wraps `_search`, '
-            '`make_basis`, `whiten`, `gather_search` and the `Rows` methods, so its cumulative time is theirs.)']
+            '`make_basis`, `whiten`, `stack_search` and the `Rows` methods, so its cumulative time is theirs.)']
     out += ['', 'Top functions by own time:', '', '| function | calls per round | own s per round |', '|---|---|---|']
     for r in prof['by_tottime'][:15]:
         out.append(f"| `{r['func']}` | {r['ncalls'] / R:.1f} | {r['tottime'] / R:.2f} |")

@@ -11,7 +11,7 @@ try:
     from dask import delayed
     from dask.sizeof import sizeof
 except ImportError: raise ImportError('deccal.dask needs dask: pip install "deccal[dask]"') from None
-from .checks import DeccalError, DeccalTypeError, check_array, check_groups, on_dask, weight_shift
+from .checks import DeccalError, DeccalTypeError, check_array, check_groups, on_dask, weight_shift, rows_of
 from .kernels import Kernel
 from .embedding import Embedding
 from .rows import Rows, LocalRows, split_rows, register_backend
@@ -447,7 +447,7 @@ class _Coords:
         return cls(*landmark_coords(basis, to_u, pred, Y), w, G)
 
     def take(self, idx):   # search rows at local indices: S_P, S_R, weights, memberships (or None)
-        return self.SP[idx], self.SR[idx], self.w[idx], None if self.G_rows is None else self.G_rows[idx]
+        return self.SP[idx], self.SR[idx], self.w[idx], rows_of(self.G_rows, idx)
 
     def G(self, U, beta, k=None):   # (r, A): the block's part of the G_a (within group k: weights times g_k(x))
         return landmark_G(self.SP, self.SR, self.w if k is None else self.w * self.G_rows[:, k], U, beta)
@@ -474,15 +474,19 @@ def audit_on_dask(
     n, A, beta, R1 = pred.n, opts['A'], opts['beta'], opts['R1']
     G = None if opts['groups'] is None else _groups(opts['groups'], pred)
     holdout, Gh = split_holdout(opts['holdout'], kernel, pred.dim, None if G is None else G.shape[1])  # in memory
+    lazy = {}  # the checks that need a pass over an array, computed together
     if G is not None:
-        _check_range('groups', *dask.compute(_membership_range(G))[0])
+        lazy['groups'] = _membership_range(G)
     if opts['weights'] is None:
         w = da.full(n, 1.0 / n, chunks=(pred.chunks,))
     else:
         w = _vector(opts['weights'], pred, 'weights')
-        bad = int(dask.compute((~da.isfinite(w)).sum())[0])
-        if bad:
-            raise DeccalError('weights', f"contains {bad} NaN or infinite value(s)")
+        lazy['weights'] = (~da.isfinite(w)).sum()
+    found = dask.compute(lazy)[0]
+    if 'groups' in found:
+        _check_range('groups', *found['groups'])
+    if found.get('weights'):
+        raise DeccalError('weights', f"contains {int(found['weights'])} NaN or infinite value(s)")
     rng = np.random.default_rng(opts['seed'])
     lrows = np.sort(rng.choice(n, min(n, opts['landmark_rows']), replace=False))  # as the in-memory path draws them
     basis, to_u, info = landmark_basis(

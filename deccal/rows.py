@@ -12,8 +12,7 @@ from .decisions import quantal_response
 from .basis import Basis
 
 # %% auto #0
-__all__ = ['BACKENDS', 'Rows', 'LocalRows', 'split_rows', 'stack_search', 'gather_search', 'mean_se', 'register_backend',
-           'backend_for']
+__all__ = ['BACKENDS', 'Rows', 'LocalRows', 'split_rows', 'stack_search', 'mean_se', 'register_backend', 'backend_for']
 
 # %% ../nbs/05b_rows.ipynb #46654a3e
 class Rows:
@@ -70,8 +69,7 @@ class Rows:
         """Search rows (S, T, w, G) at local row indices idx: coordinates of p(x) and of phi(y) - p(x), weights, and
         group memberships (None: equal weights, no groups)."""
         S = self.coords()[idx]
-        return (S, self.hyu[idx] - S, None if self.w is None else self.w[idx],
-                None if self.groups is None else self.groups[idx])
+        return S, self.hyu[idx] - S, None if self.w is None else self.w[idx], rows_of(self.groups, idx)
 
     def round_start(self, idx=None) -> tuple:
         """What a round reads from the block before its search, in one call (one task per block on a cluster): the
@@ -162,14 +160,6 @@ def stack_search(parts:list, # the blocks' search rows, as `Rows.take` returns t
     G = None if parts[0][3] is None else np.vstack([q[3] for q in parts])
     if w is None or not w.sum() > 0: w = np.ones(len(S))                # (weight 0: searched unweighted)
     return S, T, w / w.sum(), G
-
-
-# %% ../nbs/05b_rows.ipynb #cc4f13e4
-def gather_search(rows,  # LocalRows, or a backend's blocks with the same `each` and `sizes`
-                  idx,   # sorted global row indices
-                 ) -> tuple:
-    "`stack_search` of the rows at sorted global indices idx, taken from the blocks (`take`)."
-    return stack_search(rows.each('take', per=split_rows(idx, rows.sizes)))
 
 
 # %% ../nbs/05b_rows.ipynb #37d4cb60
