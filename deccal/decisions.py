@@ -8,12 +8,13 @@ import math
 import numpy as np
 import numba as nb
 from .checks import check_array, check_positive, check_rows, DeccalError, DeccalTypeError
+from .checks import check_sample_weight, row_blocks
 from .losses import Loss
 from .embedding import Embedding
 
 # %% auto #0
 __all__ = ['quantal_response', 'best_response', 'decision_rule', 'check_pair', 'gap_function', 'decision_calibration_error',
-           'expected_loss', 'no_type_regret']
+           'cost_stack', 'cost_matrix_gaps', 'expected_loss', 'no_type_regret']
 
 # %% ../nbs/04_decisions.ipynb #92383e2e
 @nb.njit(cache=True)
@@ -98,6 +99,46 @@ def decision_calibration_error(pred:Embedding, # predictions p(x_i)
                               ) -> float:
     "|E_hat[ sum_a (l(a, y) - f_p(x, a, l)) k_{l'}(x, a) ]|: the decision calibration error of the pair (l, l')."
     return float(abs(gap_function(pred, Y, loss, rule_loss, beta).mean()))
+
+# %% ../nbs/04_decisions.ipynb #c8f3b04f
+def cost_stack(costs,  # (A, C) cost matrix or (K, A, C) stack of them, costs[k, a, c] the cost of action a in class c
+               C:int,  # the number of classes
+              ) -> np.ndarray: # (K, A, C) the matrices as a float stack
+    "The one check of given cost matrices: finite, non-empty, C columns; one matrix becomes a stack of one."
+    R = check_array(costs, 'costs', ndim=(2, 3))
+    if R.ndim == 2: R = R[None]
+    if R.shape[2] != C:
+        raise DeccalError('costs', f"has {R.shape[2]} columns (one per class) but there are {C} classes")
+    return R
+
+# %% ../nbs/04_decisions.ipynb #aad8008f
+def cost_matrix_gaps(P,                   # (n, C) predictions: probabilities, or any vectors of R^C
+                     codes,               # (n,) each row's class as a column index 0..C-1
+                     costs,               # (A, C) cost matrix or (K, A, C) stack: costs[k, a, c]
+                     sample_weight=None,  # (n,) weights >= 0, not all 0 (None: equal)
+                     beta:float=None,     # temperature of the quantal response; None: the best response
+                    ) -> np.ndarray:      # (K,) each decision maker's |mean paid - mean promised|
+    "The decision calibration error of (l_R, l_R) for each cost matrix R, on probability vectors and class codes."
+    P = check_array(P, 'P', ndim=2)
+    n, C = P.shape
+    R = cost_stack(costs, C)
+    codes = np.asarray(codes)
+    if codes.ndim != 1 or codes.dtype.kind not in 'iu':
+        raise DeccalError('codes', f"must be a 1-d array of integers in 0..{C - 1} (the columns of P)")
+    check_rows(n, codes, 'codes', 'P')
+    if codes.min() < 0 or codes.max() >= C:
+        raise DeccalError('codes', f"must be integers in 0..{C - 1} (the columns of P)")
+    if beta is not None: beta = check_positive(beta, 'beta')
+    w = check_sample_weight(sample_weight, n, 'P')
+    w = w / w.sum()
+    K, A, _ = R.shape
+    out = np.empty(K)
+    for k0, k1 in row_blocks(K, 8.0 * 4 * n * A):   # a few (block, n, A) arrays at a time
+        F = P @ R[k0:k1].transpose(0, 2, 1)            # (block, n, A): the costs each is promised
+        rule = decision_rule(F.reshape(-1, A), beta).reshape(F.shape)
+        paid = R[k0:k1][:, :, codes].transpose(0, 2, 1) # (block, n, A): R[a, y_i]
+        out[k0:k1] = np.abs(np.einsum('kia,kia->ki', rule, paid - F) @ w)
+    return out
 
 # %% ../nbs/04_decisions.ipynb #b1270ad3
 def expected_loss(pred:Embedding, Y, loss:Loss, rule_loss:Loss, beta:float=None) -> float:

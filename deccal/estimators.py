@@ -26,13 +26,14 @@ from .checks import one_blas_thread, check_label_kinds, check_bandwidth
 from .kernels import Kernel, Linear, RBF, KERNELS, make_kernel
 from .losses import Loss
 from .embedding import Embedding
+from .decisions import cost_stack
 from .distributions import project_simplex, project_onto_atoms, AtomDistribution
 from .first_stage import FIRST_STAGES, select_first_stage, stratified_folds, log_loss_rows, temperature_score
 from .audit import explicit_predictions
 from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
 from .crossfit import CrossFitDeCal
-from .metrics import cost_stack, segment_gaps
+from .metrics import segment_gaps
 from .groups import Groups, FeatureTable, column_kind, tree_groups
 
 # %% auto #0
@@ -260,8 +261,9 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         # a calibrator fitted on the calibration probabilities before the rounds: None (none), a name of
         # deccal.first_stage.FIRST_STAGES ('temperature', 'vector', 'matrix', 'isotonic', 'none',
         # 'segment_temperature': a temperature per segment, needs segments) or 'auto' (select_first_stage with its
-        # default candidates: the better of none and temperature scaling, unless a richer map, the temperature per
-        # segment among them when there are segments, beats it out of fold by 2 paired standard errors)
+        # default candidates, the temperature per segment among them when there are segments: with `costs`, the one
+        # whose out-of-fold probabilities give those decision makers the lowest mean gap; without, the better of none
+        # and temperature scaling, unless a richer map beats it out of fold by 2 paired standard errors in Brier)
         first_stage:str='auto',
         # folds for the out-of-fold probabilities (int, splitter or iterable; unused with FrozenEstimator)
         cv=5,
@@ -350,7 +352,8 @@ def _fit_first_stage(self:DecisionCalibratedClassifier,
         return P
     y = Y.argmax(1)
     if self.first_stage == 'auto':
-        self.first_stage_ = select_first_stage(P, y, seed=seed, sample_weight=sample_weight, groups=groups)
+        self.first_stage_ = select_first_stage(P, y, seed=seed, sample_weight=sample_weight, groups=groups,
+                                               costs=self.costs)   # with costs: chosen by their gaps
     else:
         self.first_stage_ = FIRST_STAGES[self.first_stage]().fit_on(P, y, sample_weight, groups)   # (checked in fit)
     return self.first_stage_.transform_on(P, groups)

@@ -13,6 +13,7 @@ from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_array, 
                            check_number, check_positive, check_rows, check_sample_weight, check_seed,
                            check_groups)
 from .params import Estimator
+from .decisions import cost_stack, cost_matrix_gaps
 
 # %% auto #0
 __all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'FIRST_STAGES', 'SIMPLE_STAGES', 'check_probabilities', 'check_labels', 'brier_rows',
@@ -323,6 +324,7 @@ class IsotonicCalibration(FirstStage):
         "Store the parameters as given; `fit` checks them."
         self.floor = floor
 
+    min_input = 1e-250   # probabilities below it are read as it, in fit and transform (see below)
     param_checks = dict(floor=lambda v, nm: check_number(v, nm, 0.0, 1.0))
 
     def fit(self,
@@ -333,13 +335,14 @@ class IsotonicCalibration(FirstStage):
         "Fit one isotonic regression per class: `knots_[k]`, `values_[k]`."
         self.checked_params()
         P, y, w = self._fit_input(P, y, sample_weight)
+        P = np.maximum(P, self.min_input)
         fits = [isotonic_fit(P[:, k], (y == k).astype(np.float64), w) for k in range(P.shape[1])]
         self.knots_, self.values_ = [f[0] for f in fits], [f[1] for f in fits]
         return self
 
     def transform(self, P) -> np.ndarray:
         "Each class's fit, interpolated linearly (constant beyond the ends), floored, rows renormalized."
-        P = self._transform_input(P)
+        P = np.maximum(self._transform_input(P), self.min_input)
         F = np.column_stack([np.interp(P[:, k], kn, v) for k, (kn, v) in enumerate(zip(self.knots_, self.values_))])
         F = np.maximum(F, self.floor)
         return F / F.sum(1, keepdims=True)
@@ -426,9 +429,10 @@ class FirstStageSelection:
     "What `select_first_stage` chose, the chosen stage refitted on all rows, and every candidate's scores."
     name:str             # the chosen candidate
     stage:FirstStage     # it, fitted on all rows
-    scores:dict          # name -> dict(brier, brier_se, log_loss, log_loss_se, gain, gain_se) out of fold
+    scores:dict          # name -> dict(brier, brier_se, log_loss, log_loss_se, gain, gain_se, gap) out of fold
     folds:np.ndarray = field(repr=False)   # (n,) each row's fold
     reference:str = 'none'                 # the simple choice the gains are measured against
+    criterion:str = 'brier'                # 'gap': chosen by the given decision makers' mean gap; 'brier': by the rule
 
     @property
     def uses_groups(self) -> bool:
@@ -446,11 +450,14 @@ class FirstStageSelection:
     def table(self) -> str:
         "The scores as a text table (gain: Brier of `reference` minus this candidate's, paired; * marks the choice)."
         w = max(12, 2 + max(map(len, self.scores)))          # the names' column
-        lines = [f"{'':{w}}{'Brier':>18}{'log loss':>18}{'gain over ' + self.reference:>22}"]
+        by_gap = self.criterion == 'gap'                      # the decision makers' mean gap: a last column
+        lines = [f"{'':{w}}{'Brier':>18}{'log loss':>18}{'gain over ' + self.reference:>22}"
+                 + (f"{'mean gap':>11}" if by_gap else '')]
         for nm, s in self.scores.items():
             g = '' if np.isnan(s['gain']) else f"{s['gain']:+.5f} ± {s['gain_se']:.5f}"
             lines.append(f"{('*' if nm == self.name else ' ') + nm:{w}}{s['brier']:>9.5f} ± {s['brier_se']:.5f}"
-                         f"{s['log_loss']:>9.4f} ± {s['log_loss_se']:.4f}{g:>22}")
+                         f"{s['log_loss']:>9.4f} ± {s['log_loss_se']:.4f}{g:>22}"
+                         + (f"{s['gap']:>11.5f}" if by_gap else ''))
         return '\n'.join(lines)
 
 # %% ../nbs/84_first_stage.ipynb #2016e16f
@@ -487,8 +494,10 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
                        params:dict=None,    # name -> keyword options of that candidate, e.g. {'vector': {'reg': 0.01}}
                        margin:float=2.0,    # a richer candidate must beat the simple choice by this many paired SEs
                        groups=None,         # (n, K) the rows' segment memberships, for the stages that use them
+                       costs=None,          # (A, C) or (K, A, C) cost matrices of the decision makers one knows of
+                       log_loss_slack:float=0.01,  # with costs: none whose log loss tops the simple choice's by more
                       ) -> FirstStageSelection:
-    "Cross-fit each candidate; the better simple one, unless a richer one beats it by > `margin` paired SEs (Brier)."
+    "Cross-fit each candidate; with `costs`, the lowest mean gap of theirs; else by Brier, rich ones on evidence."
     cand = _check_candidates(candidates)
     P = check_probabilities(P)
     if groups is None:                # the stages that need memberships cannot run without them
@@ -499,12 +508,13 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
     w = check_sample_weight(sample_weight, len(P), 'P')
     cv, seed, params = check_int(cv, 'cv', 2, len(P)), check_seed(seed), {} if params is None else params
     margin = check_number(margin, 'margin', 0.0, lo_closed=True)
+    R = None if costs is None else cost_stack(costs, P.shape[1])
+    log_loss_slack = check_number(log_loss_slack, 'log_loss_slack', 0.0, lo_closed=True)
     if not isinstance(params, dict): raise DeccalTypeError('params', f"expected a dict, got {params!r}")
     for nm in params: check_choice(nm, 'params', cand)
     make = lambda nm: FIRST_STAGES[nm](**params.get(nm, {}))
     folds = stratified_folds(y, cv, seed)
-    brier = {}
-    logl = {}
+    brier, logl, gap = {}, {}, {}
     for nm in cand:
         oof = np.empty_like(P)
         for k in range(cv):
@@ -513,6 +523,7 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
             g_tr, g_te = (None, None) if groups is None else (groups[tr], groups[te])
             oof[te] = make(nm).fit_on(P[tr], y[tr], w[tr], g_tr).transform_on(P[te], g_te)
         brier[nm], logl[nm] = brier_rows(oof, y), log_loss_rows(oof, y)
+        gap[nm] = np.nan if R is None else float(cost_matrix_gaps(oof, y, R, w).mean())
     simple = [nm for nm in cand if nm in SIMPLE_STAGES] or [cand[0]]
     ref = min(simple, key=lambda nm: weighted_mean_se(brier[nm], w)[0])   # the simple choice: the better point estimate
     scores = {}
@@ -520,8 +531,14 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
         b, bse = weighted_mean_se(brier[nm], w)
         ll, llse = weighted_mean_se(logl[nm], w)
         g, gse = weighted_mean_se(brier[ref] - brier[nm], w) if nm != ref else (np.nan,) * 2
-        scores[nm] = dict(brier=b, brier_se=bse, log_loss=ll, log_loss_se=llse, gain=g, gain_se=gse)
-    eligible = [ref] + [nm for nm in cand if nm not in simple and scores[nm]['gain'] > margin * scores[nm]['gain_se']]
-    name = min(eligible, key=lambda nm: scores[nm]['brier'])
-    return FirstStageSelection(name, make(name).fit_on(P, y, w, groups), scores, folds, ref)
+        scores[nm] = dict(brier=b, brier_se=bse, log_loss=ll, log_loss_se=llse, gain=g, gain_se=gse, gap=gap[nm])
+    if R is not None:                 # the decision makers' own measure, among those not far worse in log loss
+        top = min(scores[nm]['log_loss'] for nm in simple) + log_loss_slack
+        name = min([nm for nm in cand if scores[nm]['log_loss'] <= top], key=gap.get)   # the best simple one is in
+    else:
+        eligible = [ref] + [nm for nm in cand
+                            if nm not in simple and scores[nm]['gain'] > margin * scores[nm]['gain_se']]
+        name = min(eligible, key=lambda nm: scores[nm]['brier'])
+    return FirstStageSelection(name, make(name).fit_on(P, y, w, groups), scores, folds, ref,
+                               'brier' if R is None else 'gap')
 

@@ -12,11 +12,11 @@ from .checks import one_blas_thread
 from . import checks
 from .losses import Loss, linear_loss
 from .embedding import Embedding
-from .decisions import decision_rule
+from .decisions import decision_rule, cost_stack, cost_matrix_gaps
 from .plots import ReliabilityBins, reliability_bins
 
 # %% auto #0
-__all__ = ['cost_stack', 'decision_calibration_gaps', 'decision_calibration_score', 'segment_gaps', 'DecisionReliabilityDisplay',
+__all__ = ['decision_calibration_gaps', 'decision_calibration_score', 'segment_gaps', 'DecisionReliabilityDisplay',
            'SegmentGapDisplay']
 
 # %% ../nbs/86_metrics.ipynb #12e0ee85
@@ -51,17 +51,6 @@ def _classes_and_probs(y_true, y_prob, labels=None) -> tuple:
                                     f"{classes.tolist()[:10]}")
     return order[pos], P, classes
 
-# %% ../nbs/86_metrics.ipynb #bd2be144
-def cost_stack(costs,  # (A, C) cost matrix or (K, A, C) stack of them, costs[k, a, c] the cost of action a in class c
-               C:int,  # the number of classes
-              ) -> np.ndarray: # (K, A, C) the matrices as a float stack
-    "The one check of given cost matrices (shared by the metrics and the estimators): finite, non-empty, C columns."
-    R = check_array(costs, 'costs', ndim=(2, 3))
-    if R.ndim == 2: R = R[None]
-    if R.shape[2] != C:
-        raise DeccalError('costs', f"has {R.shape[2]} columns (one per class) but there are {C} classes")
-    return R
-
 # %% ../nbs/86_metrics.ipynb #576e7992
 def _check_costs(costs, C:int, n_costs, n_actions, random_state) -> np.ndarray:
     "Cost matrices as a (K, A, C) stack: the given ones, or n_costs random ones with n_actions rows, uniform on [0, 1]."
@@ -94,18 +83,9 @@ def decision_calibration_gaps(
 ) -> np.ndarray:         # (K,) the gap of each decision maker
     "Per decision maker (costs R, rule k): |weighted mean over samples of sum_a k(x, a) (R[a, y] - <R[a], y_prob>)|."
     codes, P, _ = _classes_and_probs(y_true, y_prob, labels)
-    n, C = P.shape
-    R = _check_costs(costs, C, n_costs, n_actions, random_state)
+    R = _check_costs(costs, P.shape[1], n_costs, n_actions, random_state)
     if beta is not None: beta = check_positive(beta, 'beta')
-    w = _normalized_weights(sample_weight, n)
-    K, A, _ = R.shape
-    out = np.empty(K)
-    for k0, k1 in row_blocks(K, 8.0 * 4 * n * A):   # blocks of decision makers, a few (block, n, A) arrays at a time
-        F = P @ R[k0:k1].transpose(0, 2, 1)            # (block, n, A): the costs each is promised
-        rule = decision_rule(F.reshape(-1, A), beta).reshape(F.shape)
-        paid = R[k0:k1][:, :, codes].transpose(0, 2, 1) # (block, n, A): R[a, y_i]
-        out[k0:k1] = np.abs(np.einsum('kia,kia->ki', rule, paid - F) @ w)
-    return out
+    return cost_matrix_gaps(P, codes, R, _normalized_weights(sample_weight, len(P)), beta)
 
 # %% ../nbs/86_metrics.ipynb #3d371039
 @one_blas_thread

@@ -5,7 +5,8 @@ import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt
 import deccal
-from deccal.metrics import decision_calibration_score, decision_calibration_gaps, DecisionReliabilityDisplay, cost_stack
+from deccal.metrics import decision_calibration_score, decision_calibration_gaps, DecisionReliabilityDisplay
+from deccal.decisions import cost_stack
 
 
 @pytest.fixture(scope='module')

@@ -1,0 +1,119 @@
+"""How `select_first_stage` should choose: by the Brier rule or by the given decision makers' out-of-fold gap.
+
+Prints figures; it is not a test.  Usage:
+
+    python bench/first_stage_rules.py                    # 40 splits, prints the tables
+    python bench/first_stage_rules.py --write            # ... and writes bench/first_stage_rules_results.md
+    python bench/first_stage_rules.py --seeds 2          # a quick look
+
+The skeptic's 16 classification cells (bench/skeptic.py: digits, breast cancer, fair, make_classification; base
+models logreg, gnb, hgb, rf; the same 40/30/30 splits, the same 200 random cost matrices with A = 5).  Only the
+FIRST STAGE is compared, with no decision calibration round after it, so that the choice of the stage is seen
+alone: on each split, `select_first_stage` chooses on the calibration split's probabilities
+
+  * 'brier': without costs (the better of none and temperature by out-of-fold Brier score, a richer candidate
+    only if it beats that by 2 paired standard errors);
+  * 'gap': with costs = the 200 cost matrices (the candidate whose out-of-fold probabilities give them the
+    lowest mean gap),
+
+and the chosen stage, refitted on the whole calibration split, is scored on the test split by Zhao et al.'s mean
+gap over the same 200 decision makers.  The baselines are the skeptic's: none and scikit-learn's
+CalibratedClassifierCV(FrozenEstimator(base), method='sigmoid' / 'isotonic' / 'temperature'); 'best' is the
+baseline with the lowest mean gap in the cell (chosen after the fact, so it is a hard reference).  Per cell:
+each rule's mean gap minus the best baseline's, paired by split (mean ± standard error over splits), and the
+paired difference 'gap' minus 'brier'.
+"""
+from __future__ import annotations
+import os
+os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+os.environ.setdefault('OMP_NUM_THREADS', '1')
+import argparse, sys, time, warnings
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path: sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.join(REPO, 'bench'))
+from _measure import machine_info                                      # noqa: E402
+from skeptic import clf_datasets, CLF_MODELS, N_COSTS, N_ACTIONS, BASELINES   # noqa: E402
+from sklearn_calibration import zhao_gaps, split                      # noqa: E402
+from sklearn.calibration import CalibratedClassifierCV                 # noqa: E402
+from sklearn.frozen import FrozenEstimator                             # noqa: E402
+from deccal.first_stage import select_first_stage                      # noqa: E402
+
+RULES = ('brier', 'gap')
+
+
+def cell(X, y, mname, seeds, costs):
+    "Per split: the test mean gap of each baseline and each rule, and each rule's choice."
+    out = []
+    for seed in seeds:
+        tr, ca, te = split(y, seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            base = CLF_MODELS[mname]().fit(X[tr], y[tr])
+            Pc, Pt, yc, yt = base.predict_proba(X[ca]), base.predict_proba(X[te]), y[ca], y[te]
+            rec = {'none': zhao_gaps(Pt, yt, costs).mean()}
+            for m in BASELINES[1:]:
+                P = CalibratedClassifierCV(FrozenEstimator(base), method=m).fit(X[ca], yc).predict_proba(X[te])
+                rec[m] = zhao_gaps(P, yt, costs).mean()
+        for r in RULES:
+            sel = select_first_stage(Pc, yc, seed=seed, costs=costs if r == 'gap' else None)
+            rec[r], rec[r + ' choice'] = zhao_gaps(sel.transform(Pt), yt, costs).mean(), sel.name
+        out.append(rec)
+    return out
+
+
+def mse(v):
+    v = np.asarray(v, float)
+    return v.mean(), v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else np.nan
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--seeds', type=int, default=40)
+    ap.add_argument('--write', action='store_true')
+    a = ap.parse_args(argv)
+    t0 = time.time()
+    lines, summary = [], {r: [] for r in RULES}
+    head = ('| data | base | best baseline | its mean gap | brier rule - best | gap rule - best '
+            '| gap rule - brier rule | choices (brier rule) | choices (gap rule) |')
+    lines += [head, '|' + '---|' * 9]
+    for dname, (load, _, _) in clf_datasets().items():
+        X, y = load()
+        y = np.unique(y, return_inverse=True)[1]
+        costs = np.random.default_rng(12345).uniform(0, 1, (N_COSTS, N_ACTIONS, y.max() + 1))   # the skeptic's
+        for mname in CLF_MODELS:
+            recs = cell(X, y, mname, range(a.seeds), costs)
+            best = min(BASELINES, key=lambda b: np.mean([r[b] for r in recs]))
+            row = [dname, mname, best, f"{np.mean([r[best] for r in recs]):.4f}"]
+            for r in RULES:
+                m, s = mse([q[r] - q[best] for q in recs])
+                summary[r].append((m, s))
+                row.append(f"{m:+.4f} ± {s:.4f}")
+            m, s = mse([q['gap'] - q['brier'] for q in recs])
+            row.append(f"{m:+.4f} ± {s:.4f}")
+            for r in RULES:
+                ch = [q[r + ' choice'] for q in recs]
+                row.append(', '.join(f"{nm} {ch.count(nm)}" for nm in dict.fromkeys(ch)))
+            lines.append('| ' + ' | '.join(row) + ' |')
+            print(lines[-1], flush=True)
+    lines.append('')
+    for r in RULES:
+        ms = np.array(summary[r])
+        lines.append(f"- {r} rule: mean over the 16 cells of (rule - best) {ms[:, 0].mean():+.5f}; within one paired "
+                     f"se of the best (or below) in {int((ms[:, 0] <= ms[:, 1]).sum())} of 16; below the best by two "
+                     f"in {int((ms[:, 0] < -2 * ms[:, 1]).sum())}")
+        print(lines[-1])
+    stamp = machine_info(['first_stage.py', 'decisions.py'])
+    text = (f"# The first stage's rule: Brier or the decision makers' gap\n\n{stamp}\n\n"
+            f"Produced by `python bench/first_stage_rules.py --write`: {a.seeds} splits per cell, means ± standard "
+            f"errors over splits (paired by split); the first stage alone, no round; {time.time() - t0:.0f} s. "
+            "What the columns mean: the docstring of bench/first_stage_rules.py.\n\n" + '\n'.join(lines) + '\n')
+    if a.write:
+        with open(os.path.join(REPO, 'bench', 'first_stage_rules_results.md'), 'w') as f: f.write(text)
+
+
+if __name__ == '__main__':
+    main()
