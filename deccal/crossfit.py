@@ -17,7 +17,7 @@ from .params import Estimator
 from .dimfree import DimFreeDeCal, group_memberships
 
 # %% auto #0
-__all__ = ['mean_embedding', 'check_calibrator', 'CrossFitDeCal', 'fold_losses', 'fold_ids']
+__all__ = ['mean_embedding', 'check_calibrator', 'CrossFitDeCal', 'fold_losses', 'fold_ids', 'fold_predictions']
 
 # %% ../nbs/09d_crossfit.ipynb #03578372
 def mean_embedding(preds:list, # Embeddings of the same predictions' own atoms (Z, W), e.g. transforms of one pred
@@ -89,6 +89,17 @@ def fold_ids(n:int,       # rows
     f[np.random.default_rng([seed, 7]).permutation(n)] = np.arange(n) % K
     return f
 
+# %% ../nbs/09d_crossfit.ipynb #07012091
+def fold_predictions(members:list,     # the fold calibrators: members[k] never saw the rows of fold k
+                     folds:np.ndarray, # (n,) each row's fold, 0..K-1
+                     pred:Embedding,   # the base predictions of the n rows
+                     groups=None,      # (n, K) the rows' memberships, if the calibrators were fitted with groups
+                    ) -> Embedding:    # the n rows, each calibrated by the member that never saw it, in row order
+    "Out-of-fold predictions: row i transformed by members[folds[i]]."
+    idx = [np.flatnonzero(folds == k) for k in range(len(members))]
+    out = Embedding.concat(*[m.transform(pred[i], rows_of(groups, i)) for m, i in zip(members, idx)])
+    return out[np.argsort(np.concatenate(idx), kind='stable')]
+
 # %% ../nbs/09d_crossfit.ipynb #c963ae29
 @patch
 @one_blas_thread
@@ -100,6 +111,8 @@ def fit(self:CrossFitDeCal,
         groups=None,         # optional (n, K) group memberships, or a `deccal.groups.Groups` definition read on
                              # `features`: every fold's calibrator audits and patches groups
         features=None,       # with a `Groups` definition: the rows' features (DataFrame, dict of 1-D arrays, 2-D array)
+        score=None,          # optional score(out-of-fold Embedding, Y, w) -> float, lower is better: t* is then the
+                             # round count it prefers among 0 and those whose gain clears min_gain_se
        ) -> CrossFitDeCal:
     "Fit a calibrator per fold, measure the cross-fitted gain of each round count, keep t* rounds on evidence."
     t0 = time.perf_counter()
@@ -107,6 +120,8 @@ def fit(self:CrossFitDeCal,
     cal, K = params['calibrator'], params['n_folds']
     if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
     kern = cal.checked_params()['kernel']
+    if score is not None and not callable(score):
+        raise DeccalTypeError('score', f"expected a function (pred, Y, w) -> float, got {score!r}")
     Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
     n = pred.n
     w = np.ones(n) if sample_weight is None else check_sample_weight(sample_weight, n, 'pred')
@@ -144,6 +159,15 @@ def fit(self:CrossFitDeCal,
     gain, se = np.array([s[0] for s in stats]), np.array([s[1] for s in stats])
     best = int(np.argmax(gain[1:])) + 1 if T else 0
     keep = best if T and gain[best] > params['min_gain_se'] * se[best] else 0
+    self.round_scores_ = np.full(T + 1, np.nan)       # the caller's score of t rounds, where it was asked
+    eligible = [0] + [t for t in range(1, T + 1) if gain[t] > params['min_gain_se'] * se[t]]
+    if score is not None and len(eligible) > 1:       # the caller's measure chooses among the counts with evidence
+        for t in eligible:
+            cut = [m.truncated(min(t, len(m.all_rounds_))) for m in members]
+            v = float(score(fold_predictions(cut, folds, pred, groups), Y, w))
+            if not np.isfinite(v): raise DeccalError('score', f"returned {v} for {t} rounds; a finite number is needed")
+            self.round_scores_[t] = v
+        keep = min(eligible, key=lambda t: self.round_scores_[t])
     self.params_, self.folds_, self.gain_, self.gain_se_, self.best_round_ = params, folds, gain, se, keep
     self.out_of_fold_losses_ = L[[0, keep]]            # each row's square loss before and after, out of fold
     self.rounds_run_ = [len(m.all_rounds_) for m in members]
@@ -185,8 +209,5 @@ def out_of_fold(self:CrossFitDeCal,
     if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
     if pred.n != len(self.folds_):
         raise DeccalError('pred', f"has {pred.n} rows but the calibrator was fitted on {len(self.folds_)}")
-    idx = [np.flatnonzero(self.folds_ == k) for k in range(len(self.fold_members_))]
     G = self.fold_members_[0].given_groups(groups, features, pred.n)
-    part = lambda i: rows_of(G, i)
-    out = Embedding.concat(*[m.transform(pred[i], part(i)) for m, i in zip(self.fold_members_, idx)])
-    return out[np.argsort(np.concatenate(idx), kind='stable')]
+    return fold_predictions(self.fold_members_, self.folds_, pred, G)

@@ -135,6 +135,12 @@ def cost_matrix_gaps(P,                   # (n, C) predictions: probabilities, o
     out = np.empty(K)
     for k0, k1 in row_blocks(K, 8.0 * 4 * n * A):   # a few (block, n, A) arrays at a time
         F = P @ R[k0:k1].transpose(0, 2, 1)            # (block, n, A): the costs each is promised
+        if beta is None:                                # the best response: the chosen action's costs only
+            a = F.argmin(2)                             # (block, n), the lowest index on ties, as best_response
+            promised = np.take_along_axis(F, a[:, :, None], 2)[:, :, 0]
+            paid = R[k0:k1][np.arange(k1 - k0)[:, None], a, codes[None, :]]
+            out[k0:k1] = np.abs((paid - promised) @ w)
+            continue
         rule = decision_rule(F.reshape(-1, A), beta).reshape(F.shape)
         paid = R[k0:k1][:, :, codes].transpose(0, 2, 1) # (block, n, A): R[a, y_i]
         out[k0:k1] = np.abs(np.einsum('kia,kia->ki', rule, paid - F) @ w)

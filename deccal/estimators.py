@@ -26,7 +26,7 @@ from .checks import one_blas_thread, check_label_kinds, check_bandwidth
 from .kernels import Kernel, Linear, RBF, KERNELS, make_kernel
 from .losses import Loss
 from .embedding import Embedding
-from .decisions import cost_stack
+from .decisions import cost_stack, cost_matrix_gaps
 from .distributions import project_simplex, project_onto_atoms, AtomDistribution
 from .first_stage import FIRST_STAGES, select_first_stage, stratified_folds, log_loss_rows, temperature_score
 from .audit import explicit_predictions
@@ -216,7 +216,7 @@ class _DecisionCalibratedBase(BaseEstimator):
             cf = CrossFitDeCal(cal, n_folds=self.n_folds, min_gain_se=self.min_gain_se, ensemble=self.ensemble,
                                seed=seed)
             self.calibrator_ = cf.fit(start, t.Y, sample_weight=sample_weight, folds=self._folds(t.Y, seed),
-                                      groups=G)
+                                      groups=G, score=self._round_score())
         self.segment_groups_ = family
         self.segment_names_ = None if family is None else list(family.names)
         after = self._fit_output(start, t.Y, sample_weight, G)   # the calibrated start, out of fold where cross-fitted
@@ -229,6 +229,10 @@ class _DecisionCalibratedBase(BaseEstimator):
 
     def _folds(self, Y, seed:int):
         "The folds of the cross-fitting (None: random folds; a subclass may stratify)."
+        return None
+
+    def _round_score(self):
+        "How the cross-fitting chooses among the round counts with evidence (None: the largest square-loss gain)."
         return None
 
     def _fit_output(self, start, Y, sample_weight, groups=None):
@@ -275,7 +279,8 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         n_folds:int=5,
         learning_rate:float=0.5,         # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1])
         ensemble:bool=True,              # average the fold calibrators (True) or refit one on every row (False)
-        # keep rounds only if their cross-fitted square-loss gain exceeds this many standard errors
+        # keep rounds only if their cross-fitted square-loss gain exceeds this many standard errors (with `costs`,
+        # the count among those whose out-of-fold predictions give those decision makers the lowest mean gap)
         min_gain_se:float=2.0,
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
@@ -364,6 +369,14 @@ def _fit_first_stage(self:DecisionCalibratedClassifier,
 def _folds(self:DecisionCalibratedClassifier, Y, seed:int) -> np.ndarray:
     "The cross-fitting's folds, stratified by class (deccal.first_stage.stratified_folds)."
     return stratified_folds(Y.argmax(1), self.n_folds, seed)
+
+# %% ../nbs/85_estimators.ipynb #7a316ad7
+@patch
+def _round_score(self:DecisionCalibratedClassifier):
+    "With `costs`: out-of-fold predictions scored by those decision makers' mean gap (the first stage's measure)."
+    if self.costs is None: return None
+    R = cost_stack(self.costs, len(self.classes_))
+    return lambda pred, Y, w: float(cost_matrix_gaps(explicit_predictions(pred, Linear()), Y.argmax(1), R, w).mean())
 
 # %% ../nbs/85_estimators.ipynb #bf83bfd1
 def project_simplex_floor(V,           # (n, C) vectors
