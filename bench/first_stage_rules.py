@@ -21,7 +21,8 @@ gap over the same 200 decision makers.  The baselines are the skeptic's: none an
 CalibratedClassifierCV(FrozenEstimator(base), method='sigmoid' / 'isotonic' / 'temperature'); 'best' is the
 baseline with the lowest mean gap in the cell (chosen after the fact, so it is a hard reference).  Per cell:
 each rule's mean gap minus the best baseline's, paired by split (mean ± standard error over splits), and the
-paired difference 'gap' minus 'brier'.
+paired difference 'gap' minus 'brier'.  The last number column scores the same two choices for 200 OTHER random
+decision makers (drawn the same way, another seed), for whom the gap rule did not choose: does its lead carry over?
 """
 from __future__ import annotations
 import os
@@ -45,7 +46,7 @@ from deccal.first_stage import select_first_stage                      # noqa: E
 RULES = ('brier', 'gap')
 
 
-def cell(X, y, mname, seeds, costs):
+def cell(X, y, mname, seeds, costs, others):
     "Per split: the test mean gap of each baseline and each rule, and each rule's choice."
     out = []
     for seed in seeds:
@@ -61,6 +62,7 @@ def cell(X, y, mname, seeds, costs):
         for r in RULES:
             sel = select_first_stage(Pc, yc, seed=seed, costs=costs if r == 'gap' else None)
             rec[r], rec[r + ' choice'] = zhao_gaps(sel.transform(Pt), yt, costs).mean(), sel.name
+            rec[r + ' others'] = zhao_gaps(sel.transform(Pt), yt, others).mean()
         out.append(rec)
     return out
 
@@ -78,22 +80,26 @@ def main(argv=None):
     t0 = time.time()
     lines, summary = [], {r: [] for r in RULES}
     head = ('| data | base | best baseline | its mean gap | brier rule - best | gap rule - best '
-            '| gap rule - brier rule | choices (brier rule) | choices (gap rule) |')
-    lines += [head, '|' + '---|' * 9]
+            '| gap rule - brier rule | gap rule - brier rule, other decision makers '
+            '| choices (brier rule) | choices (gap rule) |')
+    lines += [head, '|' + '---|' * 10]
     for dname, (load, _, _) in clf_datasets().items():
         X, y = load()
         y = np.unique(y, return_inverse=True)[1]
         costs = np.random.default_rng(12345).uniform(0, 1, (N_COSTS, N_ACTIONS, y.max() + 1))   # the skeptic's
+        others = np.random.default_rng(54321).uniform(0, 1, (N_COSTS, N_ACTIONS, y.max() + 1))
         for mname in CLF_MODELS:
-            recs = cell(X, y, mname, range(a.seeds), costs)
+            recs = cell(X, y, mname, range(a.seeds), costs, others)
             best = min(BASELINES, key=lambda b: np.mean([r[b] for r in recs]))
             row = [dname, mname, best, f"{np.mean([r[best] for r in recs]):.4f}"]
             for r in RULES:
                 m, s = mse([q[r] - q[best] for q in recs])
                 summary[r].append((m, s))
                 row.append(f"{m:+.4f} ± {s:.4f}")
-            m, s = mse([q['gap'] - q['brier'] for q in recs])
-            row.append(f"{m:+.4f} ± {s:.4f}")
+            for suffix in ('', ' others'):
+                m, s = mse([q['gap' + suffix] - q['brier' + suffix] for q in recs])
+                row.append(f"{m:+.4f} ± {s:.4f}")
+                summary.setdefault('d' + suffix, []).append((m, s))
             for r in RULES:
                 ch = [q[r + ' choice'] for q in recs]
                 row.append(', '.join(f"{nm} {ch.count(nm)}" for nm in dict.fromkeys(ch)))
@@ -105,6 +111,12 @@ def main(argv=None):
         lines.append(f"- {r} rule: mean over the 16 cells of (rule - best) {ms[:, 0].mean():+.5f}; within one paired "
                      f"se of the best (or below) in {int((ms[:, 0] <= ms[:, 1]).sum())} of 16; below the best by two "
                      f"in {int((ms[:, 0] < -2 * ms[:, 1]).sum())}")
+        print(lines[-1])
+    for suffix, who in (('', 'the given decision makers'), (' others', 'the other decision makers')):
+        ms = np.array(summary['d' + suffix])
+        lines.append(f"- gap rule - brier rule, for {who}: below 0 in {int((ms[:, 0] < 0).sum())} of 16 cells, by more "
+                     f"than two paired se in {int((ms[:, 0] < -2 * ms[:, 1]).sum())}; above by more than two in "
+                     f"{int((ms[:, 0] > 2 * ms[:, 1]).sum())}; mean over the cells {ms[:, 0].mean():+.5f}")
         print(lines[-1])
     stamp = machine_info(['first_stage.py', 'decisions.py'])
     text = (f"# The first stage's rule: Brier or the decision makers' gap\n\n{stamp}\n\n"
