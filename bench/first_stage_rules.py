@@ -78,7 +78,7 @@ def main(argv=None):
     ap.add_argument('--write', action='store_true')
     a = ap.parse_args(argv)
     t0 = time.time()
-    lines, summary = [], {r: [] for r in RULES}
+    lines, summary = [], {k: [] for k in (*RULES, 'd', 'd others')}   # each rule - best; gap - brier rule
     head = ('| data | base | best baseline | its mean gap | brier rule - best | gap rule - best '
             '| gap rule - brier rule | gap rule - brier rule, other decision makers '
             '| choices (brier rule) | choices (gap rule) |')
@@ -99,7 +99,7 @@ def main(argv=None):
             for suffix in ('', ' others'):
                 m, s = mse([q['gap' + suffix] - q['brier' + suffix] for q in recs])
                 row.append(f"{m:+.4f} ± {s:.4f}")
-                summary.setdefault('d' + suffix, []).append((m, s))
+                summary['d' + suffix].append((m, s))
             for r in RULES:
                 ch = [q[r + ' choice'] for q in recs]
                 row.append(', '.join(f"{nm} {ch.count(nm)}" for nm in dict.fromkeys(ch)))

@@ -157,10 +157,10 @@ def fit(self:CrossFitDeCal,
     gains = L[0][None, :] - L                          # (T + 1, n) paired gains of t rounds
     stats = [mean_se((np.sum(w * g), np.sum(w * g * g), np.sum(w), np.sum(w * w))) for g in gains]
     gain, se = np.array([s[0] for s in stats]), np.array([s[1] for s in stats])
+    eligible = [0] + [t for t in range(1, T + 1) if gain[t] > params['min_gain_se'] * se[t]]   # with evidence
     best = int(np.argmax(gain[1:])) + 1 if T else 0
-    keep = best if T and gain[best] > params['min_gain_se'] * se[best] else 0
+    keep = best if best in eligible else 0            # the largest gain, if it has evidence
     self.round_scores_ = np.full(T + 1, np.nan)       # the caller's score of t rounds, where it was asked
-    eligible = [0] + [t for t in range(1, T + 1) if gain[t] > params['min_gain_se'] * se[t]]
     if score is not None and len(eligible) > 1:       # the caller's measure chooses among the counts with evidence
         for t in eligible:
             cut = [m.truncated(min(t, len(m.all_rounds_))) for m in members]

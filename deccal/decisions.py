@@ -14,7 +14,7 @@ from .embedding import Embedding
 
 # %% auto #0
 __all__ = ['quantal_response', 'best_response', 'decision_rule', 'check_pair', 'gap_function', 'decision_calibration_error',
-           'cost_stack', 'cost_matrix_gaps', 'expected_loss', 'no_type_regret']
+           'cost_stack', 'cost_gap_rows', 'cost_matrix_gaps', 'expected_loss', 'no_type_regret']
 
 # %% ../nbs/04_decisions.ipynb #92383e2e
 @nb.njit(cache=True)
@@ -111,6 +111,21 @@ def cost_stack(costs,  # (A, C) cost matrix or (K, A, C) stack of them, costs[k,
         raise DeccalError('costs', f"has {R.shape[2]} columns (one per class) but there are {C} classes")
     return R
 
+# %% ../nbs/04_decisions.ipynb #af230c2b
+def cost_gap_rows(P:np.ndarray,     # (n, C) predictions, checked
+                  codes:np.ndarray, # (n,) each row's class, 0..C-1, checked
+                  R:np.ndarray,     # (K, A, C) cost matrices, checked
+                  beta:float=None,  # temperature of the quantal response (checked); None: the best response
+                 ) -> np.ndarray:   # (K, n): per matrix and row, the paid minus the promised cost
+    "Per cost matrix R[k] and row i: sum_a k(x_i, a) (R[k, a, y_i] - <R[k, a], P_i>), on checked inputs."
+    F = P @ R.transpose(0, 2, 1)                    # (K, n, A): the costs each is promised
+    if beta is None:                                # the best response: the chosen action's costs only
+        a = F.argmin(2)                             # (K, n), the lowest index on ties, as best_response
+        paid = R[np.arange(len(R))[:, None], a, codes[None, :]]
+        return paid - np.take_along_axis(F, a[:, :, None], 2)[:, :, 0]
+    rule = decision_rule(F.reshape(-1, F.shape[2]), beta).reshape(F.shape)
+    return np.einsum('kia,kia->ki', rule, R[:, :, codes].transpose(0, 2, 1) - F)
+
 # %% ../nbs/04_decisions.ipynb #aad8008f
 def cost_matrix_gaps(P,                   # (n, C) predictions: probabilities, or any vectors of R^C
                      codes,               # (n,) each row's class as a column index 0..C-1
@@ -131,19 +146,9 @@ def cost_matrix_gaps(P,                   # (n, C) predictions: probabilities, o
     if beta is not None: beta = check_positive(beta, 'beta')
     w = check_sample_weight(sample_weight, n, 'P')
     w = w / w.sum()
-    K, A, _ = R.shape
-    out = np.empty(K)
-    for k0, k1 in row_blocks(K, 8.0 * 4 * n * A):   # a few (block, n, A) arrays at a time
-        F = P @ R[k0:k1].transpose(0, 2, 1)            # (block, n, A): the costs each is promised
-        if beta is None:                                # the best response: the chosen action's costs only
-            a = F.argmin(2)                             # (block, n), the lowest index on ties, as best_response
-            promised = np.take_along_axis(F, a[:, :, None], 2)[:, :, 0]
-            paid = R[k0:k1][np.arange(k1 - k0)[:, None], a, codes[None, :]]
-            out[k0:k1] = np.abs((paid - promised) @ w)
-            continue
-        rule = decision_rule(F.reshape(-1, A), beta).reshape(F.shape)
-        paid = R[k0:k1][:, :, codes].transpose(0, 2, 1) # (block, n, A): R[a, y_i]
-        out[k0:k1] = np.abs(np.einsum('kia,kia->ki', rule, paid - F) @ w)
+    out = np.empty(len(R))
+    for k0, k1 in row_blocks(len(R), 8.0 * 4 * n * R.shape[1]):   # a few (block, n, A) arrays at a time
+        out[k0:k1] = np.abs(cost_gap_rows(P, codes, R[k0:k1], beta) @ w)
     return out
 
 # %% ../nbs/04_decisions.ipynb #b1270ad3

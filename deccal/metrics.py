@@ -12,7 +12,7 @@ from .checks import one_blas_thread
 from . import checks
 from .losses import Loss, linear_loss
 from .embedding import Embedding
-from .decisions import decision_rule, cost_stack, cost_matrix_gaps
+from .decisions import cost_stack, cost_matrix_gaps, cost_gap_rows
 from .plots import ReliabilityBins, reliability_bins
 
 # %% auto #0
@@ -149,9 +149,7 @@ def segment_gaps(y_true,             # (n,) true labels
     D, A = R.shape[0], R.shape[1]
     gap, sd, psi = np.zeros(K), np.zeros(K), np.zeros((n, K))
     for k0, k1 in row_blocks(D, 8.0 * (4 * n * A + 2 * n)):   # blocks of decision makers
-        F = P @ R[k0:k1].transpose(0, 2, 1)                   # (block, n, A) promised costs
-        rule = decision_rule(F.reshape(-1, A), beta).reshape(F.shape)
-        d = np.einsum('kia,kia->ki', rule, R[k0:k1][:, :, codes].transpose(0, 2, 1) - F)   # per row: paid - promised
+        d = cost_gap_rows(P, codes, R[k0:k1], beta)          # (block, n) per row: paid - promised
         m = d @ U                                             # (block, K) signed mean gaps within each group
         gap += np.abs(m).sum(0)
         v = (d * d) @ UU - 2 * m * (d @ UU) + m * m * UU.sum(0)   # sum_i u_i^2 (d_i - m)^2 per decision maker
