@@ -4,7 +4,7 @@ one would use instead, on held-out data, with paired standard errors and a verdi
 Prints figures; it is not a test and asserts nothing about time.  Usage:
 
     python bench/skeptic.py --quick                 # 2 seeds, a few cells: a smoke run
-    python bench/skeptic.py --write                 # the full run (10 seeds), writes bench/skeptic_results.md
+    python bench/skeptic.py --write                 # the full run (20 seeds), writes bench/skeptic_results.md
     python bench/skeptic.py --seeds 3 --datasets digits,fair --models logreg,hgb --part classification
 
 deccal's estimators are called with their defaults plus what the user knows (the cost matrices or losses of
@@ -442,7 +442,7 @@ def yn(b): return 'yes' if b else 'NO'
 # ----------------------------------------------------------------------------- main
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--seeds', type=int, default=10)
+    ap.add_argument('--seeds', type=int, default=20)
     ap.add_argument('--datasets', default=None, help='comma-separated names (classification and regression)')
     ap.add_argument('--models', default=None, help='comma-separated: logreg, gnb, hgb, rf (classification); ridge, hgb')
     ap.add_argument('--part', default='both', choices=('both', 'classification', 'regression'))

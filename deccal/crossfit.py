@@ -137,16 +137,21 @@ def fit(self:CrossFitDeCal,
         if not np.array_equal(np.unique(folds), np.arange(K)):
             raise DeccalError('folds', f"must take every value 0..{K - 1} (n_folds = {K}), got {np.unique(folds)[:10]}")
         if np.bincount(folds).min() < 2: raise DeccalError('folds', "every fold needs at least 2 rows")
-    members, losses = [], []
+    members, losses, cap = [], [], None
+    opts = cal.get_params(deep=False)
+    reuse = cal.checked_params()['sample'] == 'reuse'  # 'split' draws its parts for max_rounds: no cap there
     for k in range(K):
         tr, te = np.flatnonzero(folds != k), np.flatnonzero(folds == k)
         if not w[tr].sum() > 0: raise DeccalError('sample_weight', f"all weights outside fold {k} are 0")
         hold = (pred[te], Y[te]) if groups is None else (pred[te], Y[te], groups[te])
-        m = type(cal)(**cal.get_params(deep=False)).fit(pred[tr], Y[tr], holdout=hold, groups=g_of(tr),
-                                              sample_weight=None if sample_weight is None else w[tr])
+        if cap is not None and reuse:                  # no count past the fewest rounds an open fold ran is judged:
+            opts['max_rounds'] = cap if opts['max_rounds'] is None else min(cap, opts['max_rounds'])   # not run
+        m = type(cal)(**opts).fit(pred[tr], Y[tr], holdout=hold, groups=g_of(tr),
+                                  sample_weight=None if sample_weight is None else w[tr])
         m.groups_ = definition                         # its memberships came from the definition: it reads features
         members.append(m)
         losses.append((te, fold_losses(m, pred[te], Y[te], g_of(te))))
+        if m.stop_reason_ != 'target': cap = len(m.all_rounds_) if cap is None else min(cap, len(m.all_rounds_))
     # the rounds every fold ran; a fold that stopped on its target would patch no more with a larger cap, so its
     # losses stay those of its last round (padded), and it does not cut the others short
     ran = [len(Lk) - 1 for _, Lk in losses]

@@ -28,7 +28,8 @@ from .losses import Loss
 from .embedding import Embedding
 from .decisions import cost_stack, cost_matrix_gaps
 from .distributions import project_simplex, project_onto_atoms, AtomDistribution
-from .first_stage import FIRST_STAGES, select_first_stage, stratified_folds, log_loss_rows, temperature_score
+from .first_stage import (AVERAGED_STAGES, FIRST_STAGES, select_first_stage, stratified_folds, log_loss_rows,
+                                temperature_score)
 from .audit import explicit_predictions
 from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
@@ -187,7 +188,7 @@ class _DecisionCalibratedBase(BaseEstimator):
                                           "columns, or give a Groups, for a regressor")
         family = segment_family(self.segments, Xb, self.max_segments)   # the segments (None: none, or not yet)
         named = FIRST_STAGES.get(getattr(self, 'first_stage', None))      # a first stage named by the user
-        if named is not None and named.uses_groups and family is None and not trees:   # refused before any fit
+        if named is not None and named().uses_groups and family is None and not trees:   # refused before any fit
             raise DeccalError('first_stage', f"{self.first_stage!r} needs segments, but segments={self.segments!r} "
                                              "found none")
         t = self._target(est, y)                      # the outcomes, the kernel and the default rules of the subclass
@@ -263,11 +264,13 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         eps:float=None,                  # the calibrator's target (default: 0.01 R1)
         method:str='dimfree',            # 'dimfree' (Algorithm 1, line-search step) or 'zhao' (regularized Zhao et al.)
         # a calibrator fitted on the calibration probabilities before the rounds: None (none), a name of
-        # deccal.first_stage.FIRST_STAGES ('temperature', 'vector', 'matrix', 'isotonic', 'none',
-        # 'segment_temperature': a temperature per segment, needs segments) or 'auto' (select_first_stage with its
+        # deccal.first_stage.FIRST_STAGES ('temperature', 'vector', 'matrix', 'isotonic', 'none', the averages
+        # 'temperature+isotonic', 'vector+isotonic', 'matrix+isotonic', 'segment_temperature': a temperature per
+        # segment, needs segments) or 'auto' (select_first_stage with its
         # default candidates, the temperature per segment among them when there are segments: with `costs`, the one
-        # whose out-of-fold probabilities give those decision makers the lowest mean gap; without, the better of none
-        # and temperature scaling, unless a richer map beats it out of fold by 2 paired standard errors in Brier)
+        # whose out-of-fold probabilities give those decision makers the lowest mean gap; without, the averages left
+        # out, the better of none and temperature scaling, unless a richer map beats it out of fold by 2 paired
+        # standard errors in Brier)
         first_stage:str='auto',
         # folds for the out-of-fold probabilities (int, splitter or iterable; unused with FrozenEstimator)
         cv=5,
@@ -357,8 +360,9 @@ def _fit_first_stage(self:DecisionCalibratedClassifier,
         return P
     y = Y.argmax(1)
     if self.first_stage == 'auto':
-        self.first_stage_ = select_first_stage(P, y, seed=seed, sample_weight=sample_weight, groups=groups,
-                                               costs=self.costs)   # with costs: chosen by their gaps
+        cand = tuple(nm for nm in FIRST_STAGES if self.costs is not None or nm not in AVERAGED_STAGES)
+        self.first_stage_ = select_first_stage(P, y, candidates=cand, seed=seed, sample_weight=sample_weight,
+                                               groups=groups, costs=self.costs)   # with costs: chosen by their gaps
     else:
         self.first_stage_ = FIRST_STAGES[self.first_stage]().fit_on(P, y, sample_weight, groups)   # (checked in fit)
     return self.first_stage_.transform_on(P, groups)

@@ -5,6 +5,7 @@
 # %% ../nbs/84_first_stage.ipynb #3118cae4
 from __future__ import annotations
 from dataclasses import dataclass, field
+from functools import partial
 import numba as nb
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
@@ -16,11 +17,11 @@ from .params import Estimator
 from .decisions import cost_stack, cost_matrix_gaps
 
 # %% auto #0
-__all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'FIRST_STAGES', 'SIMPLE_STAGES', 'check_probabilities', 'check_labels', 'brier_rows',
-           'log_loss_rows', 'weighted_mean_se', 'FirstStage', 'NoCalibration', 'softmax_nll_kernel', 'softmax_nll',
-           'clipped_log', 'TemperatureScaling', 'VectorScaling', 'MatrixScaling', 'pava', 'isotonic_fit',
-           'IsotonicCalibration', 'SegmentTemperatureScaling', 'temperature_score', 'FirstStageSelection',
-           'stratified_folds', 'select_first_stage']
+__all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'AVERAGED_STAGES', 'FIRST_STAGES', 'SIMPLE_STAGES', 'check_probabilities', 'check_labels',
+           'brier_rows', 'log_loss_rows', 'weighted_mean_se', 'FirstStage', 'NoCalibration', 'softmax_nll_kernel',
+           'softmax_nll', 'clipped_log', 'TemperatureScaling', 'VectorScaling', 'MatrixScaling', 'pava', 'isotonic_fit',
+           'IsotonicCalibration', 'SegmentTemperatureScaling', 'temperature_score', 'check_stage_names', 'StageAverage',
+           'FirstStageSelection', 'stratified_folds', 'select_first_stage']
 
 # %% ../nbs/84_first_stage.ipynb #89dd8c04
 ROW_SUM_TOL = 1e-6     # how far a row of probabilities may sum from 1
@@ -417,10 +418,58 @@ def temperature_score(P,  # (n, C) class probabilities
     L = clipped_log(P)
     return L[np.arange(len(P)), y] - (P * L).sum(1)
 
+# %% ../nbs/84_first_stage.ipynb #ffb6ef5b
+def check_stage_names(v,          # the stages to average: a tuple of names of FIRST_STAGES
+                      name:str,   # the argument's name, for messages
+                     ) -> tuple:
+    "At least two distinct names of FIRST_STAGES, none of them an average or a stage that needs segments."
+    if isinstance(v, str) or not hasattr(v, '__iter__'):
+        raise DeccalTypeError(name, f"expected a tuple of names of first stages, got {v!r}")
+    v = tuple(v)
+    if len(v) < 2 or len(set(v)) < len(v):
+        raise DeccalError(name, f"needs at least two distinct names, got {v}")
+    for nm in v:
+        check_choice(nm, name, tuple(FIRST_STAGES))
+        st = FIRST_STAGES[nm]()
+        if isinstance(st, StageAverage) or st.uses_groups:
+            raise DeccalError(name, f"{nm!r} cannot be averaged: an average of averages, or a stage that needs "
+                                    "segments, is not supported")
+    return v
+
+# %% ../nbs/84_first_stage.ipynb #709f5cd0
+class StageAverage(FirstStage):
+    "The mean of several first stages' probabilities, each fitted on the same rows."
+    def __init__(self,
+                 *,
+                 stages:tuple=('vector', 'isotonic'),  # names of FIRST_STAGES (at least two; no segments, no average)
+                ):
+        "Store the parameters as given; `fit` checks them."
+        self.stages = stages
+
+    param_checks = dict(stages=check_stage_names)
+
+    def fit(self,
+            P,                   # (n, C) class probabilities
+            y,                   # (n,) labels 0..C-1
+            sample_weight=None,  # (n,) weights >= 0, or None
+           ) -> StageAverage:
+        "Fit each stage, with its defaults, on the same rows: `stages_`."
+        names = self.checked_params()['stages']
+        P, y, w = self._fit_input(P, y, sample_weight)
+        self.stages_ = [FIRST_STAGES[nm]().fit(P, y, w) for nm in names]
+        return self
+
+    def transform(self, P) -> np.ndarray:
+        "The mean of the fitted stages' probabilities."
+        P = self._transform_input(P)
+        return np.mean([st.transform(P) for st in self.stages_], axis=0)
+
 # %% ../nbs/84_first_stage.ipynb #f4fb4768
+AVERAGED_STAGES = tuple(f'{nm}+isotonic' for nm in ('temperature', 'vector', 'matrix'))   # a parametric map + isotonic
 FIRST_STAGES = dict(none=NoCalibration, temperature=TemperatureScaling, vector=VectorScaling, matrix=MatrixScaling,
                     isotonic=IsotonicCalibration,
-                    segment_temperature=SegmentTemperatureScaling)   # the candidates' names and classes
+                    **{nm: partial(StageAverage, stages=tuple(nm.split('+'))) for nm in AVERAGED_STAGES},
+                    segment_temperature=SegmentTemperatureScaling)   # the candidates' names and makers
 SIMPLE_STAGES = ('none', 'temperature')              # at most one parameter: chosen between on the point estimate
 
 # %% ../nbs/84_first_stage.ipynb #bbeefecc
@@ -501,7 +550,7 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
     cand = _check_candidates(candidates)
     P = check_probabilities(P)
     if groups is None:                # the stages that need memberships cannot run without them
-        cand = tuple(nm for nm in cand if not FIRST_STAGES[nm].uses_groups)
+        cand = tuple(nm for nm in cand if not FIRST_STAGES[nm]().uses_groups)
         if not cand: raise DeccalError('candidates', "every candidate needs the rows' segment memberships")
     else: groups = check_groups(groups, len(P), 'P')
     y = check_labels(y, len(P), P.shape[1])
@@ -514,14 +563,20 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
     for nm in params: check_choice(nm, 'params', cand)
     make = lambda nm: FIRST_STAGES[nm](**params.get(nm, {}))
     folds = stratified_folds(y, cv, seed)
-    brier, logl, gap = {}, {}, {}
+    brier, logl, gap, oofs = {}, {}, {}, {}
     for nm in cand:
-        oof = np.empty_like(P)
-        for k in range(cv):
-            tr, te = folds != k, folds == k
-            if not w[tr].sum() > 0: raise DeccalError('sample_weight', f"all weights outside fold {k} are 0")
-            g_tr, g_te = (None, None) if groups is None else (groups[tr], groups[te])
-            oof[te] = make(nm).fit_on(P[tr], y[tr], w[tr], g_tr).transform_on(P[te], g_te)
+        st = make(nm)
+        parts = st.stages if isinstance(st, StageAverage) and nm not in params else ()
+        if parts and all(q in oofs and q not in params for q in parts):   # its parts, as it fits them, fold by fold
+            oof = np.mean([oofs[q] for q in parts], axis=0)                 # and averages them (its transform)
+        else:
+            oof = np.empty_like(P)
+            for k in range(cv):
+                tr, te = folds != k, folds == k
+                if not w[tr].sum() > 0: raise DeccalError('sample_weight', f"all weights outside fold {k} are 0")
+                g_tr, g_te = (None, None) if groups is None else (groups[tr], groups[te])
+                oof[te] = make(nm).fit_on(P[tr], y[tr], w[tr], g_tr).transform_on(P[te], g_te)
+        oofs[nm] = oof
         brier[nm], logl[nm] = brier_rows(oof, y), log_loss_rows(oof, y)
         gap[nm] = np.nan if R is None else float(cost_matrix_gaps(oof, y, R, w).mean())
     simple = [nm for nm in cand if nm in SIMPLE_STAGES] or [cand[0]]
