@@ -17,11 +17,12 @@ from .params import Estimator
 from .decisions import cost_stack, cost_matrix_gaps
 
 # %% auto #0
-__all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'AVERAGED_STAGES', 'FIRST_STAGES', 'SIMPLE_STAGES', 'check_probabilities', 'check_labels',
-           'brier_rows', 'log_loss_rows', 'weighted_mean_se', 'FirstStage', 'NoCalibration', 'softmax_nll_kernel',
-           'softmax_nll', 'clipped_log', 'TemperatureScaling', 'VectorScaling', 'MatrixScaling', 'pava', 'isotonic_fit',
-           'IsotonicCalibration', 'SegmentTemperatureScaling', 'temperature_score', 'check_stage_names', 'StageAverage',
-           'FirstStageSelection', 'stratified_folds', 'select_first_stage']
+__all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'NEWTON_MAX_PARAMS', 'AVERAGED_STAGES', 'FIRST_STAGES', 'SIMPLE_STAGES',
+           'check_probabilities', 'check_labels', 'brier_rows', 'log_loss_rows', 'weighted_mean_se', 'FirstStage',
+           'NoCalibration', 'softmax_nll_kernel', 'softmax_nll', 'clipped_log', 'TemperatureScaling', 'softmax_map_fit',
+           'VectorScaling', 'MatrixScaling', 'pava', 'isotonic_fit', 'IsotonicCalibration', 'SegmentTemperatureScaling',
+           'temperature_score', 'check_stage_names', 'StageAverage', 'FirstStageSelection', 'stratified_folds',
+           'select_first_stage']
 
 # %% ../nbs/84_first_stage.ipynb #89dd8c04
 ROW_SUM_TOL = 1e-6     # how far a row of probabilities may sum from 1
@@ -209,13 +210,57 @@ class TemperatureScaling(FirstStage):
         "softmax(log P / T_)."
         return softmax(clipped_log(self._transform_input(P)) / self.T_, axis=1)
 
+# %% ../nbs/84_first_stage.ipynb #535ce1de
+NEWTON_MAX_PARAMS = 4000   # above it softmax_map_fit uses L-BFGS (the Hessian would take over 128 MB)
+
+def softmax_map_fit(Lt:np.ndarray,    # (n, d) each row's features (log-probabilities and a column of ones)
+                    y:np.ndarray,     # (n,) labels 0..C-1
+                    w:np.ndarray,     # (n,) weights >= 0, not all 0
+                    ci:np.ndarray,    # (m,) the class (row of the C x d map) of each free entry
+                    di:np.ndarray,    # (m,) the feature (column of the map) of each free entry
+                    ref:np.ndarray,   # (m,) the penalty's centre, and the start
+                    reg:float,        # weight of the penalty reg ||theta - ref||^2 (> 0)
+                    n_classes:int,    # C
+                    max_iter:int,     # Newton steps (L-BFGS iterations above max_params) at most
+                    max_params:int=NEWTON_MAX_PARAMS,  # Newton's method up to this many free entries
+                   ) -> tuple:        # (theta (m,), the steps taken)
+    "The free entries theta of a map M minimizing mean NLL of softmax(Lt M^T) + reg ||theta - ref||^2."
+    q = w / w.sum()
+    def fgh(theta, hessian=True):
+        M = np.zeros((n_classes, Lt.shape[1]))
+        M[ci, di] = theta
+        f, G = softmax_nll(Lt @ M.T, y, w)
+        f, g = f + reg * ((theta - ref) ** 2).sum(), (G.T @ Lt)[ci, di] + 2 * reg * (theta - ref)
+        if not hessian: return f, g
+        Pc = softmax(Lt @ M.T, axis=1)[:, ci]          # each row's probability of each entry's class
+        F = Lt[:, di]
+        H = np.where(ci[:, None] == ci[None, :], ((Pc * q[:, None]) * F).T @ F, 0.0)
+        H -= ((Pc * F) * q[:, None]).T @ (Pc * F)
+        H[np.diag_indices_from(H)] += 2 * reg
+        return f, g, H
+    theta = np.array(ref, dtype=np.float64)
+    if len(theta) > max_params:
+        res = minimize(lambda t: fgh(t, False), theta, jac=True, method='L-BFGS-B', options=dict(maxiter=max_iter))
+        return res.x, int(res.nit)
+    f, g, H = fgh(theta)
+    for it in range(1, max_iter + 1):
+        step = np.linalg.solve(H, -g)
+        t, slope = 1.0, float(g @ step)
+        while -slope > 1e-12 * (1 + abs(f)):   # else the decrease is below f's rounding: the full step
+            if fgh(theta + t * step, False)[0] <= f + 1e-4 * t * slope or t < 1e-12: break
+            t *= 0.5
+        theta = theta + t * step
+        f, g, H = fgh(theta)
+        if np.max(np.abs(t * step)) <= 1e-13 * (1 + np.max(np.abs(theta))): break
+    return theta, it
+
 # %% ../nbs/84_first_stage.ipynb #a4b7d63b
 class VectorScaling(FirstStage):
-    "softmax(a * log P + b), a, b in R^C, by L-BFGS with an L2 penalty toward a = 1, b = 0."
+    "softmax(a * log P + b), a, b in R^C, by Newton's method with an L2 penalty toward a = 1, b = 0."
     def __init__(self,
                  *,
                  reg:float=1e-3,     # weight of the penalty ||a - 1||^2 + ||b||^2 (> 0)
-                 max_iter:int=500,   # L-BFGS iterations
+                 max_iter:int=500,   # Newton steps at most (see softmax_map_fit)
                 ):
         "Store the parameters as given; `fit` checks them."
         self.reg, self.max_iter = reg, max_iter
@@ -235,13 +280,14 @@ class VectorScaling(FirstStage):
             y,                   # (n,) labels 0..C-1
             sample_weight=None,  # (n,) weights >= 0, or None
            ) -> VectorScaling:
-        "Fit a_ and b_ by L-BFGS, from the identity map."
+        "Fit a_ and b_ by Newton's method, from the identity map."
         prm = self.checked_params()
         P, y, w = self._fit_input(P, y, sample_weight)
-        C, L = P.shape[1], clipped_log(P)
-        res = minimize(self.objective, np.r_[np.ones(C), np.zeros(C)], args=(L, y, w, prm['reg']), jac=True,
-                       method='L-BFGS-B', options=dict(maxiter=prm['max_iter']))
-        self.a_, self.b_, self.n_iter_ = res.x[:C], res.x[C:], int(res.nit)
+        C, k = P.shape[1], np.arange(P.shape[1])
+        x, self.n_iter_ = softmax_map_fit(np.c_[clipped_log(P), np.ones(len(P))], y, w, np.r_[k, k],
+                                          np.r_[k, np.full(C, C)], np.r_[np.ones(C), np.zeros(C)], prm['reg'], C,
+                                          prm['max_iter'])
+        self.a_, self.b_ = x[:C], x[C:]
         return self
 
     def transform(self, P) -> np.ndarray:
@@ -250,11 +296,11 @@ class VectorScaling(FirstStage):
 
 # %% ../nbs/84_first_stage.ipynb #cd95a2b3
 class MatrixScaling(FirstStage):
-    "softmax(W log P + b), W in R^{C x C}, by L-BFGS with an L2 penalty toward W = I, b = 0 (Dirichlet calibration)."
+    "softmax(W log P + b), W in R^{C x C}, by Newton's method, L2 penalty toward W = I, b = 0 (Dirichlet calibration)."
     def __init__(self,
                  *,
                  reg:float=1e-2,     # weight of the penalty ||W - I||_F^2 + ||b||^2 (> 0)
-                 max_iter:int=500,   # L-BFGS iterations
+                 max_iter:int=500,   # Newton steps at most (see softmax_map_fit)
                 ):
         "Store the parameters as given; `fit` checks them."
         self.reg, self.max_iter = reg, max_iter
@@ -275,13 +321,14 @@ class MatrixScaling(FirstStage):
             y,                   # (n,) labels 0..C-1
             sample_weight=None,  # (n,) weights >= 0, or None
            ) -> MatrixScaling:
-        "Fit W_ and b_ by L-BFGS, from the identity map."
+        "Fit W_ and b_ by Newton's method, from the identity map."
         prm = self.checked_params()
         P, y, w = self._fit_input(P, y, sample_weight)
-        C, L = P.shape[1], clipped_log(P)
-        res = minimize(self.objective, np.r_[np.eye(C).ravel(), np.zeros(C)], args=(L, y, w, prm['reg']),
-                       jac=True, method='L-BFGS-B', options=dict(maxiter=prm['max_iter']))
-        self.W_, self.b_, self.n_iter_ = res.x[:C * C].reshape(C, C), res.x[C * C:], int(res.nit)
+        C, k = P.shape[1], np.arange(P.shape[1])
+        x, self.n_iter_ = softmax_map_fit(np.c_[clipped_log(P), np.ones(len(P))], y, w,
+                                          np.r_[np.repeat(k, C), k], np.r_[np.tile(k, C), np.full(C, C)],
+                                          np.r_[np.eye(C).ravel(), np.zeros(C)], prm['reg'], C, prm['max_iter'])
+        self.W_, self.b_ = x[:C * C].reshape(C, C), x[C * C:]
         return self
 
     def transform(self, P) -> np.ndarray:
