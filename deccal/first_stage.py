@@ -229,10 +229,11 @@ def softmax_map_fit(Lt:np.ndarray,    # (n, d) each row's features (log-probabil
     def fgh(theta, hessian=True):
         M = np.zeros((n_classes, Lt.shape[1]))
         M[ci, di] = theta
-        f, G = softmax_nll(Lt @ M.T, y, w)
+        Z = Lt @ M.T                                   # the logits, once for the value and the Hessian
+        f, G = softmax_nll(Z, y, w)
         f, g = f + reg * ((theta - ref) ** 2).sum(), (G.T @ Lt)[ci, di] + 2 * reg * (theta - ref)
         if not hessian: return f, g
-        Pc = softmax(Lt @ M.T, axis=1)[:, ci]          # each row's probability of each entry's class
+        Pc = softmax(Z, axis=1)[:, ci]                 # each row's probability of each entry's class
         F = Lt[:, di]
         H = np.where(ci[:, None] == ci[None, :], ((Pc * q[:, None]) * F).T @ F, 0.0)
         H -= ((Pc * F) * q[:, None]).T @ (Pc * F)
