@@ -14,7 +14,9 @@ alone: on each split, `select_first_stage` chooses on the calibration split's pr
   * 'brier': without costs (the better of none and temperature by out-of-fold Brier score, a richer candidate
     only if it beats that by 2 paired standard errors);
   * 'gap': with costs = the 200 cost matrices (the candidate whose out-of-fold probabilities give them the
-    lowest mean gap),
+    lowest mean gap; the candidates are the eight named stages and, by default, every two of the five single
+    stages averaged with weights in quarters),
+  * 'named': the gap rule among the eight named stages only (weight_steps=1), to show what the weighted pairs add,
 
 and the chosen stage, refitted on the whole calibration split, is scored on the test split by Zhao et al.'s mean
 gap over the same 200 decision makers.  The baselines are the skeptic's: none and scikit-learn's
@@ -23,6 +25,7 @@ baseline with the lowest mean gap in the cell (chosen after the fact, so it is a
 each rule's mean gap minus the best baseline's, paired by split (mean ± standard error over splits), and the
 paired difference 'gap' minus 'brier'.  The last number column scores the same two choices for 200 OTHER random
 decision makers (drawn the same way, another seed), for whom the gap rule did not choose: does its lead carry over?
+The columns 'gap rule - named only' compare the gap rule with and without the weighted pairs, the same way.
 """
 from __future__ import annotations
 import os
@@ -43,7 +46,7 @@ from sklearn.calibration import CalibratedClassifierCV                 # noqa: E
 from sklearn.frozen import FrozenEstimator                             # noqa: E402
 from deccal.first_stage import select_first_stage                      # noqa: E402
 
-RULES = ('brier', 'gap')
+RULES = ('brier', 'gap', 'named')
 
 
 def cell(X, y, mname, seeds, costs, others):
@@ -60,7 +63,8 @@ def cell(X, y, mname, seeds, costs, others):
                 P = CalibratedClassifierCV(FrozenEstimator(base), method=m).fit(X[ca], yc).predict_proba(X[te])
                 rec[m] = zhao_gaps(P, yt, costs).mean()
         for r in RULES:
-            sel = select_first_stage(Pc, yc, seed=seed, costs=costs if r == 'gap' else None)
+            sel = select_first_stage(Pc, yc, seed=seed, costs=None if r == 'brier' else costs,
+                                     weight_steps=1 if r == 'named' else 4)
             rec[r], rec[r + ' choice'] = zhao_gaps(sel.transform(Pt), yt, costs).mean(), sel.name
             rec[r + ' others'] = zhao_gaps(sel.transform(Pt), yt, others).mean()
         out.append(rec)
@@ -78,11 +82,13 @@ def main(argv=None):
     ap.add_argument('--write', action='store_true')
     a = ap.parse_args(argv)
     t0 = time.time()
-    lines, summary = [], {k: [] for k in (*RULES, 'd', 'd others')}   # each rule - best; gap - brier rule
-    head = ('| data | base | best baseline | its mean gap | brier rule - best | gap rule - best '
+    DIFFS = (('gap', 'brier'), ('gap', 'named'))                       # paired differences of two rules
+    lines, summary = [], {k: [] for k in (*RULES, *DIFFS, *[d + ('others',) for d in DIFFS])}
+    head = ('| data | base | best baseline | its mean gap | brier rule - best | gap rule - best | named only - best '
             '| gap rule - brier rule | gap rule - brier rule, other decision makers '
+            '| gap rule - named only | gap rule - named only, other decision makers '
             '| choices (brier rule) | choices (gap rule) |')
-    lines += [head, '|' + '---|' * 10]
+    lines += [head, '|' + '---|' * 13]
     for dname, (load, _, _) in clf_datasets().items():
         X, y = load()
         y = np.unique(y, return_inverse=True)[1]
@@ -96,11 +102,12 @@ def main(argv=None):
                 m, s = mse([q[r] - q[best] for q in recs])
                 summary[r].append((m, s))
                 row.append(f"{m:+.4f} ± {s:.4f}")
-            for suffix in ('', ' others'):
-                m, s = mse([q['gap' + suffix] - q['brier' + suffix] for q in recs])
-                row.append(f"{m:+.4f} ± {s:.4f}")
-                summary['d' + suffix].append((m, s))
-            for r in RULES:
+            for d in DIFFS:
+                for suffix in ('', ' others'):
+                    m, s = mse([q[d[0] + suffix] - q[d[1] + suffix] for q in recs])
+                    row.append(f"{m:+.4f} ± {s:.4f}")
+                    summary[d + (('others',) if suffix else ())].append((m, s))
+            for r in ('brier', 'gap'):
                 ch = [q[r + ' choice'] for q in recs]
                 row.append(', '.join(f"{nm} {ch.count(nm)}" for nm in dict.fromkeys(ch)))
             lines.append('| ' + ' | '.join(row) + ' |')
@@ -112,12 +119,14 @@ def main(argv=None):
                      f"se of the best (or below) in {int((ms[:, 0] <= ms[:, 1]).sum())} of 16; below the best by two "
                      f"in {int((ms[:, 0] < -2 * ms[:, 1]).sum())}")
         print(lines[-1])
-    for suffix, who in (('', 'the given decision makers'), (' others', 'the other decision makers')):
-        ms = np.array(summary['d' + suffix])
-        lines.append(f"- gap rule - brier rule, for {who}: below 0 in {int((ms[:, 0] < 0).sum())} of 16 cells, by more "
-                     f"than two paired se in {int((ms[:, 0] < -2 * ms[:, 1]).sum())}; above by more than two in "
-                     f"{int((ms[:, 0] > 2 * ms[:, 1]).sum())}; mean over the cells {ms[:, 0].mean():+.5f}")
-        print(lines[-1])
+    for d in DIFFS:
+        for key, who in ((d, 'the given decision makers'), (d + ('others',), 'the other decision makers')):
+            ms = np.array(summary[key])
+            lines.append(f"- {d[0]} rule - {d[1]} rule, for {who}: below 0 in {int((ms[:, 0] < 0).sum())} of 16 "
+                         f"cells, by more than two paired se in {int((ms[:, 0] < -2 * ms[:, 1]).sum())}; above by more "
+                         f"than two in {int((ms[:, 0] > 2 * ms[:, 1]).sum())}; mean over the cells "
+                         f"{ms[:, 0].mean():+.5f}")
+            print(lines[-1])
     stamp = machine_info(['first_stage.py', 'decisions.py'])
     text = (f"# The first stage's rule: Brier or the decision makers' gap\n\n{stamp}\n\n"
             f"Produced by `python bench/first_stage_rules.py --write`: {a.seeds} splits per cell, means ± standard "

@@ -268,7 +268,8 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         # 'temperature+isotonic', 'vector+isotonic', 'matrix+isotonic', 'segment_temperature': a temperature per
         # segment, needs segments) or 'auto' (select_first_stage with its
         # default candidates, the temperature per segment among them when there are segments: with `costs`, the one
-        # whose out-of-fold probabilities give those decision makers the lowest mean gap; without, the averages left
+        # (or the mixture of two single ones, weights in quarters) whose out-of-fold probabilities give those
+        # decision makers the lowest mean gap; without, the averages left
         # out, the better of none and temperature scaling, unless a richer map beats it out of fold by 2 paired
         # standard errors in Brier)
         first_stage:str='auto',

@@ -21,8 +21,8 @@ __all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'NEWTON_MAX_PARAMS', 'AVERAGED_STAGES', '
            'check_probabilities', 'check_labels', 'brier_rows', 'log_loss_rows', 'weighted_mean_se', 'FirstStage',
            'NoCalibration', 'softmax_nll_kernel', 'softmax_nll', 'clipped_log', 'TemperatureScaling', 'softmax_map_fit',
            'VectorScaling', 'MatrixScaling', 'pava', 'isotonic_fit', 'IsotonicCalibration', 'SegmentTemperatureScaling',
-           'temperature_score', 'check_stage_names', 'StageAverage', 'FirstStageSelection', 'stratified_folds',
-           'select_first_stage']
+           'temperature_score', 'check_stage_names', 'check_stage_weights', 'stage_mean', 'StageAverage',
+           'FirstStageSelection', 'stratified_folds', 'weighted_pairs', 'select_first_stage']
 
 # %% ../nbs/84_first_stage.ipynb #89dd8c04
 ROW_SUM_TOL = 1e-6     # how far a row of probabilities may sum from 1
@@ -484,33 +484,62 @@ def check_stage_names(v,          # the stages to average: a tuple of names of F
                                     "segments, is not supported")
     return v
 
+# %% ../nbs/84_first_stage.ipynb #4a4889fc
+def check_stage_weights(v,          # None, or one positive finite number per stage
+                        name:str,   # the argument's name, for messages
+                       ) -> tuple:
+    "None, or a tuple of at least two positive finite numbers."
+    if v is None: return None
+    if isinstance(v, str) or not hasattr(v, '__iter__'):
+        raise DeccalTypeError(name, f"expected a tuple of positive numbers, got {v!r}")
+    v = tuple(check_positive(x, name) for x in v)
+    if len(v) < 2: raise DeccalError(name, f"needs at least two weights, got {v}")
+    return v
+
+
+# %% ../nbs/84_first_stage.ipynb #b3593a5a
+def stage_mean(Ps:list,             # the stages' (n, C) probabilities
+               weights=None,        # (len(Ps),) weights summing to 1, or None: equal
+              ) -> np.ndarray:      # (n, C) their (weighted) mean
+    "The mean of several stages' probabilities, as `StageAverage` and the out-of-fold scores compute it."
+    if weights is None: return np.mean(Ps, axis=0)
+    out = weights[0] * Ps[0]
+    for wk, Pk in zip(weights[1:], Ps[1:]): out = out + wk * Pk
+    return out
+
+
 # %% ../nbs/84_first_stage.ipynb #709f5cd0
 class StageAverage(FirstStage):
-    "The mean of several first stages' probabilities, each fitted on the same rows."
+    "A weighted mean of several first stages' probabilities, each fitted on the same rows (equal weights by default)."
     def __init__(self,
                  *,
                  stages:tuple=('vector', 'isotonic'),  # names of FIRST_STAGES (at least two; no segments, no average)
+                 weights:tuple=None,                   # one positive number per stage, scaled to sum 1 (None: equal)
                 ):
         "Store the parameters as given; `fit` checks them."
-        self.stages = stages
+        self.stages, self.weights = stages, weights
 
-    param_checks = dict(stages=check_stage_names)
+    param_checks = dict(stages=check_stage_names, weights=check_stage_weights)
 
     def fit(self,
             P,                   # (n, C) class probabilities
             y,                   # (n,) labels 0..C-1
             sample_weight=None,  # (n,) weights >= 0, or None
            ) -> StageAverage:
-        "Fit each stage, with its defaults, on the same rows: `stages_`."
-        names = self.checked_params()['stages']
+        "Fit each stage, with its defaults, on the same rows: `stages_`, and the weights scaled to sum 1: `weights_`."
+        p = self.checked_params()
+        if p['weights'] is not None and len(p['weights']) != len(p['stages']):
+            raise DeccalError('weights', f"has {len(p['weights'])} entries but stages has {len(p['stages'])}")
         P, y, w = self._fit_input(P, y, sample_weight)
-        self.stages_ = [FIRST_STAGES[nm]().fit(P, y, w) for nm in names]
+        self.stages_ = [FIRST_STAGES[nm]().fit(P, y, w) for nm in p['stages']]
+        self.weights_ = None if p['weights'] is None else np.array(p['weights']) / sum(p['weights'])
         return self
 
     def transform(self, P) -> np.ndarray:
-        "The mean of the fitted stages' probabilities."
+        "The fitted stages' probabilities, averaged with `weights_`."
         P = self._transform_input(P)
-        return np.mean([st.transform(P) for st in self.stages_], axis=0)
+        return stage_mean([st.transform(P) for st in self.stages_], self.weights_)
+
 
 # %% ../nbs/84_first_stage.ipynb #f4fb4768
 AVERAGED_STAGES = tuple(f'{nm}+isotonic' for nm in ('temperature', 'vector', 'matrix'))   # a parametric map + isotonic
@@ -530,6 +559,7 @@ class FirstStageSelection:
     folds:np.ndarray = field(repr=False)   # (n,) each row's fold
     reference:str = 'none'                 # the simple choice the gains are measured against
     criterion:str = 'brier'                # 'gap': chosen by the given decision makers' mean gap; 'brier': by the rule
+    averages:dict = field(default_factory=dict)   # the weighted pairs scored: name -> (stages, weights)
 
     @property
     def uses_groups(self) -> bool:
@@ -580,6 +610,22 @@ def _check_candidates(candidates) -> tuple:
     if len(set(c)) < len(c): raise DeccalError('candidates', f"a name is listed twice in {c}")
     return c
 
+# %% ../nbs/84_first_stage.ipynb #745f1918
+def weighted_pairs(names:list,        # single stages' names, in order
+                   steps:int,         # weights j / steps, j = 1 .. steps - 1 (1: no pair)
+                   taken:set=(),      # names already scored: an equal-weight pair of these is left out
+                  ) -> dict:          # name -> (the two stages, their weights)
+    "Every two of `names` with weights (j / steps, 1 - j / steps): 'a+b' for equal weights, else 'a+b (0.75:0.25)'."
+    out = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            for j in range(1, steps):
+                wa = j / steps
+                nm = f"{a}+{b}" if 2 * j == steps else f"{a}+{b} ({wa:g}:{1 - wa:g})"
+                if nm not in taken: out[nm] = ((a, b), (wa, 1 - wa))
+    return out
+
+
 # %% ../nbs/84_first_stage.ipynb #58b1305c
 def select_first_stage(P,                   # (n, C) class probabilities of the calibration sample
                        y,                   # (n,) labels 0..C-1
@@ -593,8 +639,9 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
                        groups=None,         # (n, K) the rows' segment memberships, for the stages that use them
                        costs=None,          # (A, C) or (K, A, C) cost matrices of the decision makers one knows of
                        log_loss_slack:float=0.01,  # with costs: none whose log loss tops the simple choice's by more
+                       weight_steps:int=4,  # with costs: also two single stages' means, weights j / weight_steps
                       ) -> FirstStageSelection:
-    "Cross-fit each candidate; with `costs`, the lowest mean gap of theirs; else by Brier, rich ones on evidence."
+    "Cross-fit each candidate; with `costs`, the lowest mean gap (weighted pairs too); else by Brier, rich on evidence."
     cand = _check_candidates(candidates)
     P = check_probabilities(P)
     if groups is None:                # the stages that need memberships cannot run without them
@@ -607,16 +654,19 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
     margin = check_number(margin, 'margin', 0.0, lo_closed=True)
     R = None if costs is None else cost_stack(costs, P.shape[1])
     log_loss_slack = check_number(log_loss_slack, 'log_loss_slack', 0.0, lo_closed=True)
+    weight_steps = check_int(weight_steps, 'weight_steps', 1, 100)
     if not isinstance(params, dict): raise DeccalTypeError('params', f"expected a dict, got {params!r}")
     for nm in params: check_choice(nm, 'params', cand)
-    make = lambda nm: FIRST_STAGES[nm](**params.get(nm, {}))
+    averages = {}                     # the weighted averages scored: name -> (stages, weights)
+    make = lambda nm: (StageAverage(stages=averages[nm][0], weights=averages[nm][1]) if nm in averages
+                       else FIRST_STAGES[nm](**params.get(nm, {})))
     folds = stratified_folds(y, cv, seed)
     brier, logl, gap, oofs = {}, {}, {}, {}
     for nm in cand:
         st = make(nm)
         parts = st.stages if isinstance(st, StageAverage) and nm not in params else ()
         if parts and all(q in oofs and q not in params for q in parts):   # its parts, as it fits them, fold by fold
-            oof = np.mean([oofs[q] for q in parts], axis=0)                 # and averages them (its transform)
+            oof = stage_mean([oofs[q] for q in parts])                      # and averages them (its transform)
         else:
             oof = np.empty_like(P)
             for k in range(cv):
@@ -625,8 +675,15 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
                 g_tr, g_te = (None, None) if groups is None else (groups[tr], groups[te])
                 oof[te] = make(nm).fit_on(P[tr], y[tr], w[tr], g_tr).transform_on(P[te], g_te)
         oofs[nm] = oof
+    if R is not None:                 # two single stages' weighted means, from their out-of-fold probabilities
+        singles = [nm for nm in cand if nm not in params and not isinstance(make(nm), StageAverage)
+                   and not make(nm).uses_groups]
+        averages = weighted_pairs(singles, weight_steps, set(oofs))
+        for nm, (parts, wts) in averages.items(): oofs[nm] = stage_mean([oofs[q] for q in parts], np.array(wts))
+    for nm, oof in oofs.items():
         brier[nm], logl[nm] = brier_rows(oof, y), log_loss_rows(oof, y)
         gap[nm] = np.nan if R is None else float(cost_matrix_gaps(oof, y, R, w).mean())
+    cand = tuple(oofs)
     simple = [nm for nm in cand if nm in SIMPLE_STAGES] or [cand[0]]
     ref = min(simple, key=lambda nm: weighted_mean_se(brier[nm], w)[0])   # the simple choice: the better point estimate
     scores = {}
@@ -643,5 +700,5 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
                             if nm not in simple and scores[nm]['gain'] > margin * scores[nm]['gain_se']]
         name = min(eligible, key=lambda nm: scores[nm]['brier'])
     return FirstStageSelection(name, make(name).fit_on(P, y, w, groups), scores, folds, ref,
-                               'brier' if R is None else 'gap')
+                               'brier' if R is None else 'gap', averages)
 
