@@ -19,10 +19,11 @@ from .decisions import cost_stack, cost_matrix_gaps
 # %% auto #0
 __all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'NEWTON_MAX_PARAMS', 'AVERAGED_STAGES', 'FIRST_STAGES', 'SIMPLE_STAGES',
            'check_probabilities', 'check_labels', 'brier_rows', 'log_loss_rows', 'weighted_mean_se', 'FirstStage',
-           'NoCalibration', 'softmax_nll_kernel', 'softmax_nll', 'clipped_log', 'TemperatureScaling', 'softmax_map_fit',
-           'VectorScaling', 'MatrixScaling', 'pava', 'isotonic_fit', 'IsotonicCalibration', 'SegmentTemperatureScaling',
-           'temperature_score', 'check_stage_names', 'check_stage_weights', 'stage_mean', 'StageAverage',
-           'FirstStageSelection', 'stratified_folds', 'weighted_pairs', 'select_first_stage']
+           'NoCalibration', 'softmax_nll_kernel', 'softmax_nll', 'clipped_log', 'TemperatureScaling',
+           'softmax_map_objective', 'softmax_map_fit', 'VectorScaling', 'MatrixScaling', 'pava', 'isotonic_fit',
+           'IsotonicCalibration', 'SegmentTemperatureScaling', 'temperature_score', 'check_stage_names',
+           'check_stage_weights', 'stage_mean', 'StageAverage', 'FirstStageSelection', 'stratified_folds',
+           'weighted_pairs', 'select_first_stage']
 
 # %% ../nbs/84_first_stage.ipynb #89dd8c04
 ROW_SUM_TOL = 1e-6     # how far a row of probabilities may sum from 1
@@ -210,6 +211,34 @@ class TemperatureScaling(FirstStage):
         "softmax(log P / T_)."
         return softmax(clipped_log(self._transform_input(P)) / self.T_, axis=1)
 
+# %% ../nbs/84_first_stage.ipynb #88362377
+def softmax_map_objective(theta:np.ndarray, # (m,) the free entries
+                          Lt:np.ndarray,    # (n, d) each row's features (log-probabilities and a column of ones)
+                          y:np.ndarray,     # (n,) labels 0..C-1
+                          w:np.ndarray,     # (n,) weights >= 0, not all 0
+                          ci:np.ndarray,    # (m,) the class (row of the C x d map) of each free entry
+                          di:np.ndarray,    # (m,) the feature (column of the map) of each free entry
+                          ref:np.ndarray,   # (m,) the penalty's centre
+                          reg:float,        # weight of the penalty reg ||theta - ref||^2
+                          n_classes:int,    # C
+                          hessian:bool=False, # also the Hessian
+                         ) -> tuple:        # (value, gradient (m,)[, Hessian (m, m)])
+    "Mean NLL of softmax(Lt M^T) + reg ||theta - ref||^2 over M's free entries theta, its gradient (and Hessian)."
+    M = np.zeros((n_classes, Lt.shape[1]))
+    M[ci, di] = theta
+    Z = Lt @ M.T                                       # the logits, once for the value and the Hessian
+    f, G = softmax_nll(Z, y, w)
+    f, g = f + reg * ((theta - ref) ** 2).sum(), (G.T @ Lt)[ci, di] + 2 * reg * (theta - ref)
+    if not hessian: return f, g
+    q = w / w.sum()
+    Pc = softmax(Z, axis=1)[:, ci]                     # each row's probability of each entry's class
+    F = Lt[:, di]
+    H = np.where(ci[:, None] == ci[None, :], ((Pc * q[:, None]) * F).T @ F, 0.0)
+    H -= ((Pc * F) * q[:, None]).T @ (Pc * F)
+    H[np.diag_indices_from(H)] += 2 * reg
+    return f, g, H
+
+
 # %% ../nbs/84_first_stage.ipynb #535ce1de
 NEWTON_MAX_PARAMS = 4000   # above it softmax_map_fit uses L-BFGS (the Hessian would take over 128 MB)
 
@@ -225,20 +254,7 @@ def softmax_map_fit(Lt:np.ndarray,    # (n, d) each row's features (log-probabil
                     max_params:int=NEWTON_MAX_PARAMS,  # Newton's method up to this many free entries
                    ) -> tuple:        # (theta (m,), the steps taken)
     "The free entries theta of a map M minimizing mean NLL of softmax(Lt M^T) + reg ||theta - ref||^2."
-    q = w / w.sum()
-    def fgh(theta, hessian=True):
-        M = np.zeros((n_classes, Lt.shape[1]))
-        M[ci, di] = theta
-        Z = Lt @ M.T                                   # the logits, once for the value and the Hessian
-        f, G = softmax_nll(Z, y, w)
-        f, g = f + reg * ((theta - ref) ** 2).sum(), (G.T @ Lt)[ci, di] + 2 * reg * (theta - ref)
-        if not hessian: return f, g
-        Pc = softmax(Z, axis=1)[:, ci]                 # each row's probability of each entry's class
-        F = Lt[:, di]
-        H = np.where(ci[:, None] == ci[None, :], ((Pc * q[:, None]) * F).T @ F, 0.0)
-        H -= ((Pc * F) * q[:, None]).T @ (Pc * F)
-        H[np.diag_indices_from(H)] += 2 * reg
-        return f, g, H
+    fgh = lambda theta, hessian=True: softmax_map_objective(theta, Lt, y, w, ci, di, ref, reg, n_classes, hessian)
     theta = np.array(ref, dtype=np.float64)
     if len(theta) > max_params:
         res = minimize(lambda t: fgh(t, False), theta, jac=True, method='L-BFGS-B', options=dict(maxiter=max_iter))
@@ -268,13 +284,11 @@ class VectorScaling(FirstStage):
 
     param_checks = dict(reg=check_positive, max_iter=lambda v, nm: check_int(v, nm, 1))
 
-    def objective(self, theta:np.ndarray, L:np.ndarray, y:np.ndarray, w:np.ndarray, reg:float) -> tuple:
-        "The penalized weighted mean negative log-likelihood at theta = (a, b) and its gradient."
-        C = L.shape[1]
-        a, b = theta[:C], theta[C:]
-        f, G = softmax_nll(L * a + b, y, w)
-        f += reg * (((a - 1) ** 2).sum() + (b ** 2).sum())
-        return f, np.r_[(G * L).sum(0) + 2 * reg * (a - 1), G.sum(0) + 2 * reg * b]
+    @staticmethod
+    def free_entries(C:int) -> tuple:   # (ci, di, ref): the diagonal and the last column of the C x (C + 1) map
+        "The free entries of the map softmax(M (log p, 1)): a on the diagonal, b in the last column; the identity."
+        k = np.arange(C)
+        return np.r_[k, k], np.r_[k, np.full(C, C)], np.r_[np.ones(C), np.zeros(C)]
 
     def fit(self,
             P,                   # (n, C) class probabilities
@@ -284,10 +298,9 @@ class VectorScaling(FirstStage):
         "Fit a_ and b_ by Newton's method, from the identity map."
         prm = self.checked_params()
         P, y, w = self._fit_input(P, y, sample_weight)
-        C, k = P.shape[1], np.arange(P.shape[1])
-        x, self.n_iter_ = softmax_map_fit(np.c_[clipped_log(P), np.ones(len(P))], y, w, np.r_[k, k],
-                                          np.r_[k, np.full(C, C)], np.r_[np.ones(C), np.zeros(C)], prm['reg'], C,
-                                          prm['max_iter'])
+        C = P.shape[1]
+        x, self.n_iter_ = softmax_map_fit(np.c_[clipped_log(P), np.ones(len(P))], y, w, *self.free_entries(C),
+                                          prm['reg'], C, prm['max_iter'])
         self.a_, self.b_ = x[:C], x[C:]
         return self
 
@@ -308,14 +321,11 @@ class MatrixScaling(FirstStage):
 
     param_checks = dict(reg=check_positive, max_iter=lambda v, nm: check_int(v, nm, 1))
 
-    def objective(self, theta:np.ndarray, L:np.ndarray, y:np.ndarray, w:np.ndarray, reg:float) -> tuple:
-        "The penalized weighted mean negative log-likelihood at theta = (W flattened, b) and its gradient."
-        C = L.shape[1]
-        Wm, b = theta[:C * C].reshape(C, C), theta[C * C:]
-        f, G = softmax_nll(L @ Wm.T + b, y, w)
-        D = Wm - np.eye(C)
-        f += reg * ((D ** 2).sum() + (b ** 2).sum())
-        return f, np.r_[(G.T @ L + 2 * reg * D).ravel(), G.sum(0) + 2 * reg * b]
+    @staticmethod
+    def free_entries(C:int) -> tuple:   # (ci, di, ref): every entry of the C x (C + 1) map
+        "The free entries of the map softmax(M (log p, 1)): W row by row, then b in the last column; the identity."
+        k = np.arange(C)
+        return np.r_[np.repeat(k, C), k], np.r_[np.tile(k, C), np.full(C, C)], np.r_[np.eye(C).ravel(), np.zeros(C)]
 
     def fit(self,
             P,                   # (n, C) class probabilities
@@ -325,10 +335,9 @@ class MatrixScaling(FirstStage):
         "Fit W_ and b_ by Newton's method, from the identity map."
         prm = self.checked_params()
         P, y, w = self._fit_input(P, y, sample_weight)
-        C, k = P.shape[1], np.arange(P.shape[1])
-        x, self.n_iter_ = softmax_map_fit(np.c_[clipped_log(P), np.ones(len(P))], y, w,
-                                          np.r_[np.repeat(k, C), k], np.r_[np.tile(k, C), np.full(C, C)],
-                                          np.r_[np.eye(C).ravel(), np.zeros(C)], prm['reg'], C, prm['max_iter'])
+        C = P.shape[1]
+        x, self.n_iter_ = softmax_map_fit(np.c_[clipped_log(P), np.ones(len(P))], y, w, *self.free_entries(C),
+                                          prm['reg'], C, prm['max_iter'])
         self.W_, self.b_ = x[:C * C].reshape(C, C), x[C * C:]
         return self
 
