@@ -266,12 +266,11 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         # a calibrator fitted on the calibration probabilities before the rounds: None (none), a name of
         # deccal.first_stage.FIRST_STAGES ('temperature', 'vector', 'matrix', 'isotonic', 'none', the averages
         # 'temperature+isotonic', 'vector+isotonic', 'matrix+isotonic', 'segment_temperature': a temperature per
-        # segment, needs segments) or 'auto' (select_first_stage with its
-        # default candidates, the temperature per segment among them when there are segments: with `costs`, the one
-        # (or the mixture of two single ones, weights in quarters) whose out-of-fold probabilities give those
-        # decision makers the lowest mean gap; without, the averages left
-        # out, the better of none and temperature scaling, unless a richer map beats it out of fold by 2 paired
-        # standard errors in Brier)
+        # segment, needs segments) or 'auto' (select_first_stage with its default candidates, the temperature per
+        # segment among them when there are segments: with `costs`, the one, or the mixture of two single ones with
+        # weights in quarters, whose out-of-fold probabilities give those decision makers the lowest mean gap;
+        # without, the averages left out, the better of none and temperature scaling, unless a richer map beats it
+        # out of fold by 2 paired standard errors in Brier)
         first_stage:str='auto',
         # folds for the out-of-fold probabilities (int, splitter or iterable; unused with FrozenEstimator)
         cv=5,

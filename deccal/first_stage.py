@@ -22,8 +22,8 @@ __all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'NEWTON_MAX_PARAMS', 'AVERAGED_STAGES', '
            'NoCalibration', 'softmax_nll_kernel', 'softmax_nll', 'clipped_log', 'TemperatureScaling',
            'softmax_map_objective', 'softmax_map_fit', 'VectorScaling', 'MatrixScaling', 'pava', 'isotonic_fit',
            'IsotonicCalibration', 'SegmentTemperatureScaling', 'temperature_score', 'check_stage_names',
-           'check_stage_weights', 'stage_mean', 'StageAverage', 'FirstStageSelection', 'stratified_folds',
-           'weighted_pairs', 'select_first_stage']
+           'check_stage_weights', 'stage_mean', 'StageAverage', 'averageable', 'FirstStageSelection',
+           'stratified_folds', 'weighted_pairs', 'select_first_stage']
 
 # %% ../nbs/84_first_stage.ipynb #89dd8c04
 ROW_SUM_TOL = 1e-6     # how far a row of probabilities may sum from 1
@@ -487,8 +487,7 @@ def check_stage_names(v,          # the stages to average: a tuple of names of F
         raise DeccalError(name, f"needs at least two distinct names, got {v}")
     for nm in v:
         check_choice(nm, name, tuple(FIRST_STAGES))
-        st = FIRST_STAGES[nm]()
-        if isinstance(st, StageAverage) or st.uses_groups:
+        if not averageable(nm):
             raise DeccalError(name, f"{nm!r} cannot be averaged: an average of averages, or a stage that needs "
                                     "segments, is not supported")
     return v
@@ -557,6 +556,14 @@ FIRST_STAGES = dict(none=NoCalibration, temperature=TemperatureScaling, vector=V
                     **{nm: partial(StageAverage, stages=tuple(nm.split('+'))) for nm in AVERAGED_STAGES},
                     segment_temperature=SegmentTemperatureScaling)   # the candidates' names and makers
 SIMPLE_STAGES = ('none', 'temperature')              # at most one parameter: chosen between on the point estimate
+
+# %% ../nbs/84_first_stage.ipynb #ea5e68ea
+def averageable(nm:str, # a name of FIRST_STAGES
+               ) -> bool:
+    "Whether the stage named `nm` can be a part of an average: a single stage (not an average) that needs no segments."
+    st = FIRST_STAGES[nm]()
+    return not isinstance(st, StageAverage) and not st.uses_groups
+
 
 # %% ../nbs/84_first_stage.ipynb #bbeefecc
 @dataclass
@@ -685,8 +692,7 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
                 oof[te] = make(nm).fit_on(P[tr], y[tr], w[tr], g_tr).transform_on(P[te], g_te)
         oofs[nm] = oof
     if R is not None:                 # two single stages' weighted means, from their out-of-fold probabilities
-        singles = [nm for nm in cand if nm not in params and not isinstance(make(nm), StageAverage)
-                   and not make(nm).uses_groups]
+        singles = [nm for nm in cand if nm not in params and averageable(nm)]
         averages = weighted_pairs(singles, weight_steps, set(oofs))
         for nm, (parts, wts) in averages.items(): oofs[nm] = stage_mean([oofs[q] for q in parts], np.array(wts))
     for nm, oof in oofs.items():
