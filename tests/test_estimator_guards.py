@@ -110,11 +110,23 @@ def test_tiny_outcomes_refused_for_the_default_kernel():
 
 
 def test_large_but_safe_outcomes_scale_the_predictions():
-    "The median heuristic, beta and eps scale with y: y * 1e100 gives 1e100 times the predictions."
+    """y * 1e100: the median heuristic's gamma scales by 1e-200 and the start (no round) by 1e100, to rounding; with
+    rounds the fit runs and its predictions scale too, to the accuracy of the auditor's searches (they stop after 30
+    L-BFGS steps, so the last-bit differences of the scaled arithmetic move a witness: 5e-4 relative in the first
+    round's audit value on one machine, below 1e-6 on another), so those are compared to 1 %."""
     X, _, y = _data(200)
     y = np.abs(y) ** 1.5                      # a skewed outcome: the rounds have something to correct
-    fit = lambda s: DecisionCalibratedRegressor(max_rounds=3, n_folds=None).fit(X, y * s).predict(X[:20])
-    np.testing.assert_allclose(fit(1e100) / 1e100, fit(1.0), rtol=1e-6)
+    start = {s: DecisionCalibratedRegressor(max_rounds=0, n_folds=None).fit(X, y * s) for s in (1.0, 1e100)}
+    np.testing.assert_allclose(start[1e100].kernel_.gamma * 1e200, start[1.0].kernel_.gamma, rtol=1e-12)
+    np.testing.assert_allclose(start[1e100].predict(X[:20]) / 1e100, start[1.0].predict(X[:20]), rtol=1e-12)
+    np.testing.assert_allclose(start[1e100].predict_quantiles(X[:20], [0.1, 0.9]) / 1e100,
+                               start[1.0].predict_quantiles(X[:20], [0.1, 0.9]), rtol=1e-12)
+    fit = lambda s: DecisionCalibratedRegressor(max_rounds=3, n_folds=None).fit(X, y * s)
+    one, big = fit(1.0), fit(1e100)
+    assert one.calibrator_.best_round_ > 0 and big.calibrator_.best_round_ > 0     # rounds were kept in both
+    p_one, p_big = one.predict(X[:20]), big.predict(X[:20]) / 1e100
+    assert np.isfinite(p_big).all() and np.abs(p_one - start[1.0].predict(X[:20])).max() > 1e-3   # the rounds moved it
+    np.testing.assert_allclose(p_big, p_one, rtol=0.01)
 
 
 # ----------------------------------------------------------------------------- 5. the work of a fit
