@@ -52,17 +52,25 @@ def data():
                                n_clusters_per_class=2, class_sep=1.0, flip_y=0.02, random_state=0)
 
 
-def run(job):
-    "One model and split: {size: {calibrator: mean gap}, ...}."
-    mname, seed, sizes = job
+def split_and_model(mname, seed):
+    "The data, split `seed` (training, test and pool rows) and the base model `mname` fitted on its training rows."
     X, y = data()
-    costs = np.random.default_rng(12345).uniform(0, 1, (N_COSTS, N_ACTIONS, 5))   # the skeptic's
     idx = np.random.default_rng([seed, 11]).permutation(len(y))
     tr, te, pool = idx[:N_TRAIN], idx[N_TRAIN:N_TRAIN + N_TEST], idx[N_TRAIN + N_TEST:]
-    out = {}
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         base = CLF_MODELS[mname]().fit(X[tr], y[tr])
+    return X, y, te, pool, base
+
+
+def run(job):
+    "One model and split: {size: {calibrator: mean gap}, ...}."
+    mname, seed, sizes = job
+    X, y, te, pool, base = split_and_model(mname, seed)
+    costs = np.random.default_rng(12345).uniform(0, 1, (N_COSTS, N_ACTIONS, 5))   # the skeptic's
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
         Pt = base.predict_proba(X[te])
         for n in sizes:
             ca = pool[:n]

@@ -49,19 +49,26 @@ from deccal.first_stage import select_first_stage                      # noqa: E
 RULES = ('brier', 'gap', 'named')
 
 
+def split_and_baselines(X, y, mname, seed):
+    """The skeptic's split `seed`, its base model fitted on the training rows: the calibration and test probabilities
+    Pc, Pt, labels yc, yt, and each baseline's test probabilities (none: Pt; the others fitted on the calibration
+    rows)."""
+    tr, ca, te = split(y, seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        base = CLF_MODELS[mname]().fit(X[tr], y[tr])
+        Pc, Pt, yc, yt = base.predict_proba(X[ca]), base.predict_proba(X[te]), y[ca], y[te]
+        probs = {'none': Pt, **{m: CalibratedClassifierCV(FrozenEstimator(base), method=m).fit(X[ca], yc)
+                                .predict_proba(X[te]) for m in BASELINES[1:]}}
+    return Pc, Pt, yc, yt, probs
+
+
 def cell(X, y, mname, seeds, costs, others):
     "Per split: the test mean gap of each baseline and each rule, and each rule's choice."
     out = []
     for seed in seeds:
-        tr, ca, te = split(y, seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            base = CLF_MODELS[mname]().fit(X[tr], y[tr])
-            Pc, Pt, yc, yt = base.predict_proba(X[ca]), base.predict_proba(X[te]), y[ca], y[te]
-            rec = {'none': zhao_gaps(Pt, yt, costs).mean()}
-            for m in BASELINES[1:]:
-                P = CalibratedClassifierCV(FrozenEstimator(base), method=m).fit(X[ca], yc).predict_proba(X[te])
-                rec[m] = zhao_gaps(P, yt, costs).mean()
+        Pc, Pt, yc, yt, probs = split_and_baselines(X, y, mname, seed)
+        rec = {b: zhao_gaps(P, yt, costs).mean() for b, P in probs.items()}
         for r in RULES:
             sel = select_first_stage(Pc, yc, seed=seed, costs=None if r == 'brier' else costs,
                                      weight_steps=1 if r == 'named' else 4)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
 os.environ.setdefault('OMP_NUM_THREADS', '1')
-import argparse, sys, time, warnings
+import argparse, sys, time
 
 import numpy as np
 
@@ -46,9 +46,8 @@ if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 from _measure import machine_info, emit_record                         # noqa: E402
 from skeptic import clf_datasets, CLF_MODELS, N_COSTS, N_ACTIONS, BASELINES, fixed_costs   # noqa: E402
-from sklearn_calibration import zhao_gaps, split                      # noqa: E402
-from sklearn.calibration import CalibratedClassifierCV                 # noqa: E402
-from sklearn.frozen import FrozenEstimator                             # noqa: E402
+from sklearn_calibration import zhao_gaps                             # noqa: E402
+from first_stage_rules import split_and_baselines                     # noqa: E402
 from deccal.first_stage import (FIRST_STAGES, SIMPLE_STAGES, stratified_folds, stage_mean, weighted_pairs,   # noqa: E402
                                 averageable, log_loss_rows, select_first_stage)
 from deccal.decisions import cost_gap_rows                             # noqa: E402
@@ -136,15 +135,8 @@ def cell(job):
                     cost=float(M[(P @ M.T).argmin(1), yt].mean()))
     recs = []
     for seed in seeds:
-        tr, ca, te = split(y, seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            base = CLF_MODELS[mname]().fit(X[tr], y[tr])
-            Pc, Pt, yc, yt = base.predict_proba(X[ca]), base.predict_proba(X[te]), y[ca], y[te]
-            rec = {'none': scores(Pt, yt)}
-            for m in BASELINES[1:]:
-                rec[m] = scores(CalibratedClassifierCV(FrozenEstimator(base), method=m).fit(X[ca], yc)
-                                .predict_proba(X[te]), yt)
+        Pc, Pt, yc, yt, probs = split_and_baselines(X, y, mname, seed)
+        rec = {b: scores(P, yt) for b, P in probs.items()}
         oofs, tests, parts = candidates(Pc, yc, Pt, seed)
         for r, wts in choices(oofs, yc, costs, seed).items():
             rec[r] = scores(mix(wts, tests, parts), yt)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
 os.environ.setdefault('OMP_NUM_THREADS', '1')
-import argparse, sys, time, warnings
+import argparse, sys, time
 
 import numpy as np
 
@@ -29,9 +29,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 from _measure import machine_info, emit_record                         # noqa: E402
-from skeptic import CLF_MODELS, N_COSTS, N_ACTIONS                     # noqa: E402
+from skeptic import N_COSTS, N_ACTIONS                                 # noqa: E402
 from sklearn_calibration import zhao_gaps                             # noqa: E402
-from calibration_size import data, N_TRAIN, N_TEST                    # noqa: E402
+from calibration_size import split_and_model                           # noqa: E402
 from first_stage_selection import candidates, CV                      # noqa: E402
 from deccal.first_stage import stratified_folds                        # noqa: E402
 from deccal.decisions import cost_gap_rows                             # noqa: E402
@@ -45,13 +45,8 @@ SIZES = (500, 1500)
 def run(job):
     "One model and split: {size: {candidate: (pooled, per fold, new rows)}}."
     mname, seed = job
-    X, y = data()
+    X, y, te, pool, base = split_and_model(mname, seed)                           # calibration_size's splits
     costs = np.random.default_rng(12345).uniform(0, 1, (N_COSTS, N_ACTIONS, 5))   # the skeptic's
-    idx = np.random.default_rng([seed, 11]).permutation(len(y))                     # calibration_size's splits
-    tr, te, pool = idx[:N_TRAIN], idx[N_TRAIN:N_TRAIN + N_TEST], idx[N_TRAIN + N_TEST:]
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        base = CLF_MODELS[mname]().fit(X[tr], y[tr])
     Pt, out = base.predict_proba(X[te]), {}
     for n in SIZES:
         ca = pool[:n]
