@@ -6,6 +6,9 @@ Prints a table; it is not a test.  Usage:
     python bench/targets.py --quick --out /tmp/t.md  # tiny sizes: checks that the script runs (not for the record)
     python bench/targets.py --redo --write           # measure again the rows others disturbed (the fit at 1,000,000
                                                      # only with --redo-big); the least disturbed attempt is kept
+    python bench/targets.py --transform-runs 5 --write   # the transform with deccal's default threads, 5 more runs
+                                                     # idle and 5 beside a busy core (alternating), each in a fresh
+                                                     # subprocess, added to the record: how much one run can vary
 
 Targets (2 cores):
 - `DimFreeDeCal.fit` at n = 100,000 in at most 60 s and at n = 1,000,000 in at most 10 minutes (scenario and data of
@@ -164,7 +167,20 @@ def fmt(r):
             f"| {ratio} | {r.get('others_busy', float('nan')):.0%} | {len(r.get('attempts', [1]))} |")
 
 
-def write(rows, out, total, quick, pending):
+def run_summary(runs):
+    "The transform's extra runs: {'idle' / 'busy': [points/s, ...]} as lines (median, range, runs under the target)."
+    out = []
+    for k, label in (('idle', 'idle machine'), ('busy', 'beside a busy core')):
+        v = sorted(q['points_per_s'] for q in runs.get(k, []))
+        if not v: continue
+        med = v[len(v) // 2] if len(v) % 2 else 0.5 * (v[len(v) // 2 - 1] + v[len(v) // 2])
+        out.append(f"- transform, deccal default, {label}, {len(v)} more runs: median {med:,.0f} points/s, "
+                   f"{v[0]:,.0f} to {v[-1]:,.0f}; {sum(x < TARGETS[('transform', 200_000)][1] for x in v)} of "
+                   f"{len(v)} under the target")
+    return out
+
+
+def write(rows, out, total, quick, pending, runs=None):
     from deccal.checks import atomic_write
     head = ['| workload | n | another process busy on one core | setting | figure | target | met? '
             '| / best setting | others busy | tries |', '|---|---|---|---|---|---|---|---|---|---|']
@@ -194,7 +210,10 @@ def write(rows, out, total, quick, pending):
         "'tries': subprocesses run for the row (a disturbed short measurement is run again, the least disturbed kept)."
         + (' QUICK RUN: tiny sizes, not the targets.' if quick else ''), '',
         *head, *[fmt(r) for r in rows], '', "Deccal's default against the targets:", '', *lines, '',
-        '```json', json.dumps(dict(rows=rows, total_seconds=total, quick=quick, pending=pending)), '```', ''])
+        *(["The transform run again (`--transform-runs`), each run a fresh subprocess, idle and busy alternating:", '',
+           *run_summary(runs), ''] if runs else []),
+        '```json', json.dumps(dict(rows=rows, total_seconds=total, quick=quick, pending=pending,
+                                   **({'transform_runs': runs} if runs else {}))), '```', ''])
     atomic_write(out, lambda f: f.write(text.encode()))
     return text
 
@@ -209,6 +228,9 @@ def main(argv=None):
     ap.add_argument('--redo', action='store_true',
                     help='measure again the rows of --out that others disturbed (over 10%%), keep the least disturbed')
     ap.add_argument('--redo-big', action='store_true', help='with --redo: the fit at 1,000,000 too')
+    ap.add_argument('--transform-runs', type=int, default=0,
+                    help="measure the transform (deccal default) this many more times idle and beside a busy core, "
+                         "and add the runs to --out's record (nothing else is measured)")
     ap.add_argument('--one', nargs=5, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.one:
@@ -218,10 +240,12 @@ def main(argv=None):
         ap.error('--quick figures are not for the record: give --out another file')
     plan = PLAN + ([('fit', 1_000_000, True, 'caller1')] if a.full else [])
     key = lambda q: (q['workload'], q['label_n'], q['busy'], q['setting'])
-    t_all, rows, t_before = time.perf_counter(), [], 0.0
-    if a.redo:                                           # measure again the rows others disturbed, keep the least
+    t_all, rows, t_before, runs = time.perf_counter(), [], 0.0, None
+    if a.redo or a.transform_runs:                       # keep the record's rows (and earlier extra runs)
         prev = json.loads(open(a.out, encoding='utf-8').read().split('```json')[1].split('```')[0])
-        rows, t_before = prev['rows'], prev['total_seconds']
+        rows, t_before, runs = prev['rows'], prev['total_seconds'], prev.get('transform_runs')
+    if a.transform_runs: plan, runs = [], {'idle': [], 'busy': []}
+    if a.redo:                                           # measure again the rows others disturbed, keep the least
         plan = [key(q) for q in rows if (q.get('timeout') or q['others_busy'] > DISTURBED)
                 and (a.redo_big or (q['workload'], q['label_n']) != ('fit', 1_000_000))]
         print('measured again:', plan, flush=True)
@@ -254,9 +278,18 @@ def main(argv=None):
             judge(rows)
             print(fmt(r), flush=True)
             if a.write: write(rows, a.out, t_before + time.perf_counter() - t_all, a.quick, len(plan) - i - 1)
-    if a.redo: t_all -= t_before
-    text = write(rows, a.out, time.perf_counter() - t_all, a.quick, 0) if a.write else None
+        for i in range(a.transform_runs):
+            for busy in (False, True):
+                q = measure('transform', QUICK[('transform', 200_000)] if a.quick else 200_000, busy, 'default', path)
+                runs['busy' if busy else 'idle'].append({k: q[k] for k in ('points_per_s', 'runs_seconds',
+                                                                             'others_busy', 'busy_loop_cpu_share')})
+                print(f"transform run {i + 1}, {'busy core' if busy else 'idle'}: {q['points_per_s']:,.0f} points/s "
+                      f"(busy loop {q['busy_loop_cpu_share']:.0%} of a core, others {q['others_busy']:.0%})",
+                      flush=True)
+    if a.redo or a.transform_runs: t_all -= t_before
+    text = write(rows, a.out, time.perf_counter() - t_all, a.quick, 0, runs) if a.write else None
     if text: print(text[text.index("Deccal's default"):text.index('```json')])
+    elif runs: print('\n'.join(run_summary(runs)))
 
 
 if __name__ == '__main__':
