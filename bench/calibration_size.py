@@ -34,7 +34,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 from _measure import machine_info, emit_record                         # noqa: E402
-from skeptic import CLF_MODELS, N_COSTS, N_ACTIONS, BASELINES          # noqa: E402
+from skeptic import CLF_MODELS, N_COSTS, N_ACTIONS, BASELINES, mse     # noqa: E402
 from sklearn_calibration import zhao_gaps                             # noqa: E402
 from sklearn.datasets import make_classification                       # noqa: E402
 from sklearn.calibration import CalibratedClassifierCV                 # noqa: E402
@@ -90,10 +90,6 @@ def run(job):
             out[n] = rec
     return mname, seed, out
 
-
-def mse(v):
-    v = np.asarray(v, float)
-    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float('nan')
 
 
 def main(argv=None):

@@ -40,7 +40,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 from _measure import machine_info                                      # noqa: E402
-from skeptic import clf_datasets, CLF_MODELS, N_COSTS, N_ACTIONS, BASELINES   # noqa: E402
+from skeptic import clf_datasets, CLF_MODELS, N_COSTS, N_ACTIONS, BASELINES, mse   # noqa: E402
 from sklearn_calibration import zhao_gaps, split                      # noqa: E402
 from sklearn.calibration import CalibratedClassifierCV                 # noqa: E402
 from sklearn.frozen import FrozenEstimator                             # noqa: E402
@@ -77,10 +77,6 @@ def cell(X, y, mname, seeds, costs, others):
         out.append(rec)
     return out
 
-
-def mse(v):
-    v = np.asarray(v, float)
-    return v.mean(), v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else np.nan
 
 
 def main(argv=None):

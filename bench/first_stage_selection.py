@@ -45,7 +45,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 from _measure import machine_info, emit_record                         # noqa: E402
-from skeptic import clf_datasets, CLF_MODELS, N_COSTS, N_ACTIONS, BASELINES, fixed_costs   # noqa: E402
+from skeptic import (clf_datasets, CLF_MODELS, N_COSTS, N_ACTIONS, BASELINES, fixed_costs,   # noqa: E402
+                     mse)
 from sklearn_calibration import zhao_gaps                             # noqa: E402
 from first_stage_rules import split_and_baselines                     # noqa: E402
 from deccal.first_stage import (FIRST_STAGES, SIMPLE_STAGES, stratified_folds, stage_mean, weighted_pairs,   # noqa: E402
@@ -145,10 +146,6 @@ def cell(job):
         recs.append(rec)
     return dname, mname, recs
 
-
-def mse(v):
-    v = np.asarray(v, float)
-    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else np.nan
 
 
 def main(argv=None):

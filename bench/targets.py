@@ -39,7 +39,7 @@ at 1,000,000 (the budget): its 'others busy' is reported as measured. A run over
 stopped and recorded as not met.
 """
 from __future__ import annotations
-import argparse, json, os, subprocess, sys, tempfile, time
+import argparse, json, os, statistics, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -173,10 +173,9 @@ def run_summary(runs):
     for k, label in (('idle', 'idle machine'), ('busy', 'beside a busy core')):
         v = sorted(q['points_per_s'] for q in runs.get(k, []))
         if not v: continue
-        med = v[len(v) // 2] if len(v) % 2 else 0.5 * (v[len(v) // 2 - 1] + v[len(v) // 2])
-        out.append(f"- transform, deccal default, {label}, {len(v)} more runs: median {med:,.0f} points/s, "
-                   f"{v[0]:,.0f} to {v[-1]:,.0f}; {sum(x < TARGETS[('transform', 200_000)][1] for x in v)} of "
-                   f"{len(v)} under the target")
+        out.append(f"- transform, deccal default, {label}, {len(v)} more runs: median {statistics.median(v):,.0f} "
+                   f"points/s, {v[0]:,.0f} to {v[-1]:,.0f}; "
+                   f"{sum(x < TARGETS[('transform', 200_000)][1] for x in v)} of {len(v)} under the target")
     return out
 
 
@@ -241,10 +240,10 @@ def main(argv=None):
     plan = PLAN + ([('fit', 1_000_000, True, 'caller1')] if a.full else [])
     key = lambda q: (q['workload'], q['label_n'], q['busy'], q['setting'])
     t_all, rows, t_before, runs = time.perf_counter(), [], 0.0, None
-    if a.redo or a.transform_runs:                       # keep the record's rows (and earlier extra runs)
+    if a.redo or a.transform_runs:                       # keep the record's rows (--redo: its extra runs too;
         prev = json.loads(open(a.out, encoding='utf-8').read().split('```json')[1].split('```')[0])
         rows, t_before, runs = prev['rows'], prev['total_seconds'], prev.get('transform_runs')
-    if a.transform_runs: plan, runs = [], {'idle': [], 'busy': []}
+    if a.transform_runs: plan, runs = [], {'idle': [], 'busy': []}   # --transform-runs: a new series of them)
     if a.redo:                                           # measure again the rows others disturbed, keep the least
         plan = [key(q) for q in rows if (q.get('timeout') or q['others_busy'] > DISTURBED)
                 and (a.redo_big or (q['workload'], q['label_n']) != ('fit', 1_000_000))]
