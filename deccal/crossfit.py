@@ -6,18 +6,18 @@
 from __future__ import annotations
 import time
 import numpy as np
-import scipy.sparse
+import scipy.linalg, scipy.sparse
 from .checks import DeccalError, DeccalTypeError, NotFittedError
 from .checks import check_int, check_number, check_bool, check_seed, check_rows, check_sample_weight, patch
 from .checks import rows_of
 from .checks import one_blas_thread, check_groups
-from .embedding import Embedding
-from .rows import mean_se
+from .embedding import Embedding, FactoredEmbedding
+from .rows import mean_se, backend_for
 from .params import Estimator
 from .dimfree import DimFreeDeCal, group_memberships
 
 # %% auto #0
-__all__ = ['mean_embedding', 'check_calibrator', 'CrossFitDeCal', 'fold_losses', 'fold_ids', 'fold_predictions']
+__all__ = ['mean_embedding', 'mean_factored', 'check_calibrator', 'CrossFitDeCal', 'fold_losses', 'fold_ids', 'fold_predictions']
 
 # %% ../nbs/09d_crossfit.ipynb #03578372
 def mean_embedding(preds:list, # Embeddings of the same predictions' own atoms (Z, W), e.g. transforms of one pred
@@ -29,6 +29,7 @@ def mean_embedding(preds:list, # Embeddings of the same predictions' own atoms (
         if p.Z.shape != first.Z.shape or not (np.array_equal(p.Z, first.Z) and np.array_equal(p.W, first.W)):
             raise DeccalError('preds', "the embeddings must share their own atoms Z and weights W")
     K = len(preds)
+    if all(isinstance(p, FactoredEmbedding) and p.base is first.base for p in preds): return mean_factored(preds)
     V, theta = np.vstack([p.V for p in preds]), np.hstack([p.theta for p in preds]) / K
     used = np.any(theta != 0, axis=0)                  # shared atoms no row uses (rounds not kept) are dropped
     V, theta = V[used], theta[:, used]
@@ -37,6 +38,19 @@ def mean_embedding(preds:list, # Embeddings of the same predictions' own atoms (
         S = scipy.sparse.csr_matrix((np.ones(len(V)), (np.arange(len(V)), inv.ravel())), shape=(len(V), len(U)))
         V, theta = U, np.asarray((S.T @ theta.T).T)
     return Embedding(first.Z, first.W, V, theta, np.mean([p.gamma for p in preds], axis=0))
+
+# %% ../nbs/09d_crossfit.ipynb #fe3f889a
+def mean_factored(preds:list, # FactoredEmbeddings of one base prediction (transforms of one pred)
+                 ) -> FactoredEmbedding: # (1/K) sum_k preds[k], still factored
+    "The average of K factored embeddings of one base: scales averaged, the functions stacked with weights s_k / K s."
+    K, base = len(preds), preds[0].base
+    s = np.mean([p.s for p in preds], axis=0)
+    coef = np.hstack([p.coef * (p.s / (K * s))[:, None] for p in preds])
+    U0 = np.vstack([p.U for p in preds])
+    F0 = scipy.linalg.block_diag(*[p.F for p in preds]) if coef.shape[1] else np.zeros((0, len(U0)))
+    U, inv = np.unique(U0, axis=0, return_inverse=True)   # the folds' bases share most atoms: one column per atom
+    M = scipy.sparse.csr_matrix((np.ones(len(U0)), (np.arange(len(U0)), inv.ravel())), shape=(len(U0), len(U)))
+    return FactoredEmbedding(base, U, np.asarray((M.T @ F0.T).T), coef, s)
 
 # %% ../nbs/09d_crossfit.ipynb #f7f53e63
 def check_calibrator(v, # the `calibrator` parameter
@@ -199,7 +213,9 @@ def transform(self:CrossFitDeCal,
         raise NotFittedError(type(self).__name__, "this calibrator is not fitted yet: call fit(pred, Y) first")
     self.members_[0].check_fitted(pred)
     G = self.members_[0].given_groups(groups, features, pred.n)   # computed once for every member
-    return mean_embedding([m.transform(pred, G) for m in self.members_])
+    once = len(self.members_) > 1 and backend_for('transform', pred) is None    # in memory: ||pred||^2 once for all
+    n2 = pred.sq_norms(self.members_[0].params_['kernel']) if once else None
+    return mean_embedding([m.transform(pred, G, sq_norms=n2) for m in self.members_])
 
 # %% ../nbs/09d_crossfit.ipynb #953d5b62
 @patch

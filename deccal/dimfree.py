@@ -11,7 +11,7 @@ from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positiv
                            check_seed, check_bool, check_choice, check_rows, check_sample_weight, row_blocks, Progress,
                            check_radius, check_groups, patch)
 from .checks import one_blas_thread, blas_controller, rows_of
-from .kernels import Kernel
+from .kernels import Kernel, MinKernel
 from .groups import Groups
 from .embedding import Embedding, FactoredEmbedding
 from .losses import Loss
@@ -554,24 +554,31 @@ def _replay_rows(hy, hp,   # (N, m_y), (N, m_p) C-contiguous: h(x) = <v_j, p0(x)
 def _replay(self:DimFreeDeCal, pred:Embedding, path:bool=False,
             out=None,   # optional (N, T A) array the decisions are written to
             groups=None, # (N, K) the rows' memberships, checked (`checked_groups`), when fitted with groups
+            n2=None,     # (N,) ||p0(x)||^2, if already computed (the same base transformed by several calibrators)
            ) -> tuple:
     """The state of `pred` after all fitted rounds, as p(x) = c(x) q(x), q(x) = p0(x) + sum_t a_t(x) . d_t: returns
     c (N,), a (N, T A) and ||q(x)||^2: h(x), then `_replay_rows` (a product with [C; D] and the rounds). With `path`,
     also the lists of c and ||q||^2 after each round (t = 0..T)."""
     S, A, beta, R2 = self._stacked(), self.params_['n_actions'], self.params_['beta'], self.R2_
     N, TA = pred.n, S['C'].shape[0]
-    n2 = pred.sq_norms(self.params_['kernel'])            # ||p0(x)||^2
+    if n2 is None: n2 = pred.sq_norms(self.params_['kernel'])    # ||p0(x)||^2
     c = np.minimum(1.0, R2 / np.sqrt(np.maximum(n2, 1e-300)))
     if not TA: return (c, np.zeros((N, 0)), n2, [c], [n2]) if path else (c, np.zeros((N, 0)), n2)
     b, kern = self.basis_, self.params_['kernel']         # h(x) in its two parts (no copy into one array)
-    hy = np.ascontiguousarray(pred.evaluate(kern, b.Y)) if len(b.Y) else np.zeros((N, 0))   # rows contiguous:
-    hp = np.ascontiguousarray(pred.inner(kern, b.P)) if b.P.n else np.zeros((N, 0))          # the kernel's dgemm
+    CDy, CDp = S['CDy'], S['CDp']
+    if isinstance(kern, MinKernel):     # [C; D] h(x) directly: the 2 T A functions' tables, no kernel block
+        if 'CDU' not in S: S['CDU'], S['CDF'] = b.expand(np.vstack([S['C'], S['D']]))
+        hy, hp = np.ascontiguousarray(pred.evaluate_functions(kern, S['CDU'], S['CDF'])), np.zeros((N, 0))
+        CDy, CDp = np.eye(2 * TA), np.zeros((2 * TA, 0))
+    else:
+        hy = np.ascontiguousarray(pred.evaluate(kern, b.Y)) if len(b.Y) else np.zeros((N, 0))   # rows contiguous:
+        hp = np.ascontiguousarray(pred.inner(kern, b.P)) if b.P.n else np.zeros((N, 0))          # BLAS's dgemm
     a = np.empty((N, TA)) if out is None else out
     gm = np.empty((0, TA // A)) if groups is None else np.ascontiguousarray(groups[:, S['group']])
     c_out, n2_out = np.empty(N), np.empty(N)
     rec = (np.empty((TA // A + 1, N)), np.empty((TA // A + 1, N))) if path else (np.empty((0, N)), np.empty((0, N)))
     with blas_controller().limit(limits=1):     # the kernel's tiles run in parallel: each one's product on one thread
-        _replay_rows(hy, hp, S['CDy'], S['CDp'], S['BC'], S['GD'], n2, c, gm, float(beta), float(R2), int(A),
+        _replay_rows(hy, hp, CDy, CDp, S['BC'], S['GD'], n2, c, gm, float(beta), float(R2), int(A),
                      a, c_out, n2_out, *rec)
     return (c_out, a, n2_out, list(rec[0]), list(rec[1])) if path else (c_out, a, n2_out)
 
@@ -632,6 +639,7 @@ def transform(self:DimFreeDeCal,
               pred:Embedding,  # base predictions of the same kind as the fitted ones
               groups=None,     # (N, K) their memberships of the groups the calibrator was fitted with (if any)
               features=None,   # or their features, when the calibrator keeps its groups' definition (`groups_`)
+              sq_norms=None,   # (N,) ||pred||^2 in the kernel, if already computed (e.g. by CrossFitDeCal)
              ) -> FactoredEmbedding:
     """Calibrated predictions for new base predictions, in batches (data held elsewhere: that backend's transform):
     an `Embedding` whose weights on the basis atoms (`theta`) are built only when read."""
@@ -646,9 +654,10 @@ def transform(self:DimFreeDeCal,
     TA = S['C'].shape[0]
     coef, c = np.empty((pred.n, S['F'].shape[0])), np.empty(pred.n)
     for i0, i1 in row_blocks(pred.n, 8 * (self.basis_.m + 3 * TA + 8)):
-        if S['by_rounds']: c[i0:i1] = self._replay(pred[i0:i1], out=coef[i0:i1], groups=part(i0, i1))[0]
+        n2 = None if sq_norms is None else sq_norms[i0:i1]
+        if S['by_rounds']: c[i0:i1] = self._replay(pred[i0:i1], out=coef[i0:i1], groups=part(i0, i1), n2=n2)[0]
         else:
-            c[i0:i1], a, _ = self._replay(pred[i0:i1], groups=part(i0, i1))
+            c[i0:i1], a, _ = self._replay(pred[i0:i1], groups=part(i0, i1), n2=n2)
             coef[i0:i1] = a @ S['D']
     return FactoredEmbedding(pred, S['U'], S['F'], coef, c)
 

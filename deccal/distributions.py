@@ -7,13 +7,13 @@ from __future__ import annotations
 import math, warnings
 import numpy as np
 import numba as nb
-from .checks import (check_array, check_int, check_number, random_generator, patch, row_blocks, tiles,
-                           DeccalError, DeccalTypeError)
-from .kernels import Kernel
-from .embedding import Embedding
+from .checks import (check_array, check_int, check_number, check_choice, random_generator, patch, row_blocks,
+                           tiles, DeccalError, DeccalTypeError)
+from .kernels import Kernel, MinKernel, min_functions_table, add_min_functions
+from .embedding import Embedding, FactoredEmbedding
 
 # %% auto #0
-__all__ = ['atom_inner', 'project_simplex', 'simplex_qp', 'project_onto_atoms', 'AtomDistribution']
+__all__ = ['atom_inner', 'project_simplex', 'simplex_qp', 'isotonic_atom_weights', 'project_onto_atoms', 'AtomDistribution']
 
 # %% ../nbs/03a_distributions.ipynb #c0006
 def _check_atoms(atoms,             # (n, B, d) atoms per row, or (n, B) when d = 1
@@ -44,6 +44,10 @@ def atom_inner(pred:Embedding,   # n predictions p(x_i)
     pred.check_kernel(kernel)
     A = _check_atoms(atoms, pred, kernel)
     n, B, d = A.shape
+    if isinstance(pred, FactoredEmbedding) and isinstance(kernel, MinKernel):   # the factors, read from a table
+        out = atom_inner(pred.base, kernel, A)
+        if len(pred.U): add_min_functions(*min_functions_table(pred.U[:, 0], pred.F), pred.coef, A[:, :, 0], out)
+        return out * pred.s[:, None]
     B0, M = pred.Z.shape[1], pred.V.shape[0]
     out = np.zeros((n, B))
     if M:   # shared atoms: tiles of (rows, shared atoms), each a (rows * B, shared) kernel block
@@ -242,6 +246,54 @@ def simplex_qp(K,                  # (n, B, B) symmetric positive semi-definite 
     _simplex_qp_rows(K, b, tol, max_iter, W, gaps, iters)
     return W, gaps, iters
 
+# %% ../nbs/03a_distributions.ipynb #5625f26a
+@nb.njit(cache=True)
+def _isotonic_survival_rows(Zs, P, W):
+    """Rows of sorted atoms Zs (n, B) and p at them P (n, B): W (n, B) = the weights of the nearest distribution
+    in the min kernel's RKHS (the clipped nonincreasing isotonic fit of p's mean slopes between atoms)."""
+    n, B = Zs.shape
+    val, wt = np.empty(B), np.empty(B)
+    start, S = np.empty(B + 1, np.int64), np.empty(B + 1)
+    for i in range(n):
+        k = 0                                   # positive-length intervals j = 1..B-1 as a stack of PAVA blocks
+        for j in range(1, B):
+            L = Zs[i, j] - Zs[i, j - 1]
+            if L > 0:
+                val[k], wt[k], start[k] = (P[i, j] - P[i, j - 1]) / L, L, j
+                k += 1
+                while k > 1 and val[k - 2] < val[k - 1]:      # a violation of nonincreasing: pool the two blocks
+                    w2 = wt[k - 2] + wt[k - 1]
+                    val[k - 2] = (wt[k - 2] * val[k - 2] + wt[k - 1] * val[k - 1]) / w2
+                    wt[k - 2] = w2
+                    k -= 1
+        for j in range(B + 1): S[j] = -1.0      # S[j]: survival on [z_{j-1}, z_j); S[0] = 1, S[B] = 0
+        S[0], S[B] = 1.0, 0.0
+        for b in range(k):                      # each block's clipped value on its positive intervals
+            v = min(1.0, max(0.0, val[b]))
+            j0 = start[b]
+            j1 = start[b + 1] if b + 1 < k else B
+            for j in range(j0, j1):
+                if Zs[i, j] - Zs[i, j - 1] > 0: S[j] = v
+        for j in range(1, B):                   # zero-length intervals (ties) take the survival before them
+            if S[j] < 0: S[j] = S[j - 1]
+        for j in range(B): W[i, j] = S[j] - S[j + 1]
+
+# %% ../nbs/03a_distributions.ipynb #ab196b7e
+def isotonic_atom_weights(atoms,   # (n, B) each row's atoms, in [0, 1]
+                          values,  # (n, B) p(x_i) at them: <p(x_i), phi(atoms[i, j])> in the min kernel's RKHS
+                         ) -> np.ndarray:   # (n, B) weights, in the order of `atoms`
+    "The nearest distributions over each row's atoms in the min kernel's RKHS, by isotonic regression of slopes."
+    Z = check_array(atoms, 'atoms', ndim=2)
+    P = check_array(values, 'values', ndim=2)
+    if P.shape != Z.shape: raise DeccalError('values', f"shape {P.shape} does not match the atoms' {Z.shape}")
+    order = np.argsort(Z, axis=1, kind='stable')
+    Ws = np.empty(Z.shape)
+    _isotonic_survival_rows(np.ascontiguousarray(np.take_along_axis(Z, order, 1)),
+                            np.ascontiguousarray(np.take_along_axis(P, order, 1)), Ws)
+    W = np.empty(Z.shape)
+    np.put_along_axis(W, order, Ws, axis=1)
+    return W
+
 # %% ../nbs/03a_distributions.ipynb #c0031
 def project_onto_atoms(pred:Embedding,   # n predictions p(x_i)
                        kernel:Kernel,    # the kernel of the RKHS
@@ -251,11 +303,14 @@ def project_onto_atoms(pred:Embedding,   # n predictions p(x_i)
                        max_iter:int=500, # most solver steps per row
                        distance:bool=True, # also the squared distance (it needs ||p(x_i)||^2: a pass over the
                                            # shared atoms' Gram matrix, O(n M^2) for M shared atoms)
+                       # 'auto' (the min kernel: 'isotonic', exact; else 'qp'), 'qp' (the solver below) or 'isotonic'
+                       method:str='auto',
                       ) -> tuple:        # weights (n, B) on the simplex, sq_dist (n,) (None without `distance`)
     "The nearest distribution over each row's atoms in the RKHS: weights, and the squared distance from p(x_i)."
     if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
     tol = check_number(tol, 'tol', 0.0)
     max_iter = check_int(max_iter, 'max_iter', 1)
+    method = check_choice(method, 'method', ('auto', 'qp', 'isotonic'))
     pred.check_kernel(kernel)
     if atoms is None:
         if pred.Z.shape[1] == 0:
@@ -264,6 +319,18 @@ def project_onto_atoms(pred:Embedding,   # n predictions p(x_i)
     A = _check_atoms(atoms, pred, kernel)
     n, B, d = A.shape
     b = atom_inner(pred, kernel, A)
+    if method == 'auto': method = 'isotonic' if isinstance(kernel, MinKernel) else 'qp'
+    if method == 'isotonic':
+        if not isinstance(kernel, MinKernel):
+            raise DeccalError('method', f"'isotonic' is exact for the min kernel only, not {kernel!r}: use 'qp'")
+        W = isotonic_atom_weights(A[:, :, 0], b)
+        if not distance: return W, None
+        sq = np.empty(n)
+        for i0, i1 in row_blocks(n, 8.0 * B * B * 3):
+            Ab = A[i0:i1, :, 0]
+            K = np.minimum(Ab[:, :, None], Ab[:, None, :])
+            sq[i0:i1] = np.einsum('ib,ibc,ic->i', W[i0:i1], K, W[i0:i1]) - 2 * np.einsum('ib,ib->i', W[i0:i1], b[i0:i1])
+        return W, np.maximum(sq + pred.sq_norms(kernel), 0.0)
     W, sq, gaps, iters = np.empty((n, B)), np.empty(n), np.empty(n), np.empty(n, np.int64)
     for i0, i1 in row_blocks(n, 8.0 * B * B * (2 * d + 2)):
         Ab, m = A[i0:i1], i1 - i0
@@ -372,15 +439,17 @@ def cdf(self:AtomDistribution,
 @patch
 def quantiles(self:AtomDistribution,
               q,   # a level in [0, 1], or a sequence of levels
+              right:bool=False,   # True: the smallest atom with P(Y <= atom) > q (the right-continuous inverse)
              ) -> np.ndarray:   # (n,) for a number, (n, len(q)) for a sequence
-    "The left-continuous inverse CDF: the smallest atom with P(Y_i <= atom) >= q (an atom of positive weight)."
+    "The inverse CDF: the smallest atom with P(Y_i <= atom) >= q (left-continuous; an atom of positive weight)."
     qa = check_array(q, 'q', ndim=(0, 1), nonempty=False)
     if qa.size and (qa.min() < 0 or qa.max() > 1):
         raise DeccalError('q', f"levels must lie in [0, 1], got values in [{qa.min():g}, {qa.max():g}]")
-    theta = np.maximum(np.atleast_1d(qa) - _LEVEL_TOL, 5e-324)   # > 0: q = 0 gives the smallest atom of the support
+    if right: theta = np.atleast_1d(qa) + _LEVEL_TOL          # cumulative weights within rounding of q count as q
+    else: theta = np.maximum(np.atleast_1d(qa) - _LEVEL_TOL, 5e-324)   # > 0: q = 0 gives the smallest atom
     k = np.empty((self.n, theta.size), np.int64)
-    _search_rows(self._cum, np.ascontiguousarray(np.broadcast_to(theta, (self.n, theta.size))), False, k)
-    out = np.take_along_axis(self._z, k, axis=1)
+    _search_rows(self._cum, np.ascontiguousarray(np.broadcast_to(theta, (self.n, theta.size))), right, k)
+    out = np.take_along_axis(self._z, np.minimum(k, self._z.shape[1] - 1), axis=1)
     return out[:, 0] if qa.ndim == 0 else out
 
 # %% ../nbs/03a_distributions.ipynb #c0046

@@ -8,7 +8,7 @@ import numpy as np
 from . import checks
 from .checks import (check_array, as_points, check_rows, check_number, check_positive, patch, row_blocks,
                            tiles, DeccalError, DeccalTypeError)
-from .kernels import Kernel
+from .kernels import Kernel, MinKernel, min_functions_table, add_min_functions, min_functions_rows
 from .losses import Loss
 
 # %% auto #0
@@ -235,6 +235,34 @@ def inner(self:Embedding, kernel:Kernel,
                     T[:, k0:k1] = np.einsum('ib,ibm->im', gw[i0:i1], kernel.gram(Zi, q.V[k0:k1]).reshape(m, B, -1))
                 if filled: out[i0:i1] += T @ q.theta.T
                 else: np.matmul(T, q.theta.T, out=out[i0:i1])
+    return out
+
+# %% ../nbs/03_embedding.ipynb #723945a8
+@patch
+def evaluate_functions(self:Embedding, kernel:Kernel,
+                       U,   # (M, d) points of the functions
+                       F,   # (k, M) their weights: f_t = sum_u F[t, u] phi(U_u)
+                      ) -> np.ndarray: # (n, k): <f_t, p(x_i)>
+    "<f_t, p(x_i)> for k functions of the RKHS given on points U: by tables for the min kernel, else kernel blocks."
+    self.check_kernel(kernel)
+    U = kernel.check(U, 'U')
+    F = check_array(F, 'F', ndim=2, nonempty=False)
+    if F.shape[1] != len(U): raise DeccalError('F', f"shape {F.shape}, expected {len(U)} columns (one per point)")
+    n, B, d = self.Z.shape
+    out = np.zeros((n, F.shape[0]))
+    if not F.shape[0] or not len(U): return out
+    if isinstance(kernel, MinKernel):
+        tables = min_functions_table(U[:, 0], F)
+        if B: min_functions_rows(*tables, np.ascontiguousarray(self.Z[:, :, 0]), self.gamma[:, None] * self.W, out)
+        if self.V.shape[0]:
+            fv = np.zeros((1, self.V.shape[0]))
+            for t in range(F.shape[0]):                       # each function at the shared atoms, then theta
+                fv[:] = 0.0
+                add_min_functions(*min_functions_table(U[:, 0], F[t:t + 1]), np.ones((1, 1)), self.V[None, :, 0], fv)
+                out[:, t] += self.theta @ fv[0]
+        return out
+    for j0, j1 in row_blocks(len(U), 8.0 * (n + F.shape[0])):     # kernel blocks of the atoms against U
+        out += self.evaluate(kernel, U[j0:j1]) @ F[:, j0:j1].T
     return out
 
 # %% ../nbs/03_embedding.ipynb #73ca46c6

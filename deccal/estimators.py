@@ -23,8 +23,8 @@ from sklearn.utils.validation import validate_data, has_fit_parameter, check_is_
 from .checks import DeccalError, DeccalTypeError, NotFittedError
 from .checks import check_array, as_points, check_sample_weight, check_number, row_blocks, patch, rows_of
 from .checks import one_blas_thread, check_label_kinds, check_bandwidth
-from .kernels import Kernel, Linear, RBF, KERNELS, make_kernel
-from .losses import Loss
+from .kernels import Kernel, Linear, RBF, MinKernel, KERNELS, make_kernel
+from .losses import Loss, OutcomeScale, PiecewiseLinearLoss, fit_loss
 from .embedding import Embedding
 from .decisions import cost_stack, cost_matrix_gaps
 from .distributions import project_simplex, project_onto_atoms, AtomDistribution
@@ -34,14 +34,17 @@ from .audit import explicit_predictions
 from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
 from .crossfit import CrossFitDeCal
+from .start_distributions import StartRows, start_candidates, select_start, start_folds, oof_atoms
 from .metrics import segment_gaps
 from .groups import Groups, FeatureTable, column_kind, tree_groups
 
 # %% auto #0
-__all__ = ['SEARCH', 'PROBA_FLOORS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS', 'calibrator_for',
-           'check_frozen_fitted', 'DecisionCalibratedClassifier', 'project_simplex_floor', 'categorical_columns',
-           'segment_family', 'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf',
-           'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work']
+__all__ = ['SEARCH', 'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS',
+           'MAX_KNN_FEATURES', 'calibrator_for', 'check_frozen_fitted', 'DecisionCalibratedClassifier',
+           'project_simplex_floor', 'categorical_columns', 'segment_family', 'DecisionCalibratedRegressor',
+           'median_heuristic', 'check_outcome_scale', 'default_rbf', 'outcome_scale_for', 'kernel_losses',
+           'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work',
+           'numeric_features', 'kept_rounds', 'conformal_margin']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -117,6 +120,7 @@ class _DecisionCalibratedBase(BaseEstimator):
         'max_segments': [Interval(Integral, 1, None, closed='left')],
     }
     _default_estimator = None            # a subclass: the base model's class for estimator=None
+    _search_max = None                   # a subclass: rows the calibrator's basis and searches read (None: its default)
     _y_options: dict = {}                # a subclass: validate_data's options for y
 
     def __init__(self,
@@ -196,7 +200,8 @@ class _DecisionCalibratedBase(BaseEstimator):
         cal = calibrator_for(self.method, t.kernel, n_actions=t.n_actions, beta=t.beta, R1=t.R1, eps=t.eps,
                           max_rounds=self.max_rounds, seed=seed, verbose=bool(self.verbose),
                           early_stopping=self.early_stopping, validation_fraction=self.validation_fraction,
-                          n_iter_no_change=self.n_iter_no_change, learning_rate=self.learning_rate)
+                          n_iter_no_change=self.n_iter_no_change, learning_rate=self.learning_rate,
+                          **({} if self._search_max is None else dict(search_max=self._search_max)))
         cal.checked_params()                          # every option checked before the base estimator's fits
         if sample_weight is not None:                 # np.asarray: array-likes that only convert (sklearn checks)
             sample_weight = check_sample_weight(np.asarray(sample_weight), Xv.shape[0], 'X')
@@ -210,7 +215,7 @@ class _DecisionCalibratedBase(BaseEstimator):
         G = None if family is None else family.membership(Xb)
         self.n_actions_, self.R1_, self.beta_, self.eps_ = t.n_actions, t.R1, t.beta, t.eps
         base = Z                                      # the base model's calibration predictions
-        Z = self._fit_first_stage(Z, t.Y, sample_weight, seed, G)   # the start of the rounds (a first stage)
+        Z = self._fit_first_stage(Z, t.Y, sample_weight, seed, G, X=Xb)   # the start of the rounds (a first stage)
         start = self._embed(Z)
         if self.n_folds is None: self.calibrator_ = cal.fit(start, t.Y, sample_weight=sample_weight, groups=G)
         else:                                         # rounds kept only on cross-fitted evidence
@@ -224,7 +229,7 @@ class _DecisionCalibratedBase(BaseEstimator):
         self.segments_ = None if G is None else self._segment_report(base, start, after, t.Y, sample_weight, G)
         return self
 
-    def _fit_first_stage(self, Z, Y, sample_weight, seed:int, groups=None):
+    def _fit_first_stage(self, Z, Y, sample_weight, seed:int, groups=None, X=None):
         "The base model's output on the calibration sample, unchanged (a subclass may put a first stage here)."
         return Z
 
@@ -353,6 +358,7 @@ def _fit_first_stage(self:DecisionCalibratedClassifier,
                      sample_weight,  # (n,) checked weights, or None
                      seed:int,       # the seed of the fit (the folds of 'auto')
                      groups=None,    # (n, K) the rows' segment memberships (None: no segments)
+                     X=None,         # the calibration features (not read: the stages map probabilities)
                     ) -> np.ndarray: # (n, C) what the rounds run on
     "Fit the `first_stage` on (P, labels) and set `first_stage_` (None without one); return its output on P."
     if self.first_stage is None:
@@ -605,26 +611,33 @@ def predict_action(self:DecisionCalibratedClassifier,
     "The action of least expected cost (the best response to `predict_loss`)."
     return np.argmin(self.predict_loss(X, costs), axis=1)
 
+# %% ../nbs/85_estimators.ipynb #6848aadd
+# the rows (at most) of which the regressor's calibrator chooses its basis and runs each round's search; the patches
+# use every row. Measured: with 20,000 rows the basis's pivoted Cholesky over all of them took most of the fit
+REGRESSOR_SEARCH_ROWS = 4000
+
 # %% ../nbs/85_estimators.ipynb #7cdca3e8
 class DecisionCalibratedRegressor(RegressorMixin, _DecisionCalibratedBase):
-    "A regressor's predictions, decision calibrated for the decision makers of a kernel's loss class (newsvendors...)."
+    "A regressor's predictive distributions, decision calibrated for the decision makers of a kernel's loss class."
     _parameter_constraints: dict = {**_DecisionCalibratedBase._parameter_constraints,
                                     'estimator': [HasMethods(['fit', 'predict']), None],
-                                    'losses': [Loss, list, tuple, None],
+                                    'losses': [Loss, PiecewiseLinearLoss, list, tuple, None],
                                     'kernel': [Kernel, StrOptions(set(KERNELS)), None],
                                     'n_samples': [Interval(Integral, 0, None, closed='left')]}
     _default_estimator = LinearRegression
+    _search_max = REGRESSOR_SEARCH_ROWS
     _y_options: dict = dict(multi_output=True, y_numeric=True)
 
     def __init__(self,
         # a regressor; FrozenEstimator(fitted) to use it as fitted (default: LinearRegression())
         estimator=None,
         *,
-        # a deccal Loss, or a list of them, of the decision makers one knows of; they set the defaults of kernel,
-        # n_actions and R1
+        # the losses of the decision makers one knows of: PiecewiseLinearLoss (newsvendor_loss, pinball_loss) in
+        # y's units, or deccal Losses in a kernel's RKHS, one or a list; they set the defaults of n_actions and R1
         losses=None,
-        # a deccal kernel or its registry name (default: the losses' kernel, else RBF with gamma = 1 / the median
-        # squared distance between training outcomes)
+        # a deccal kernel or its registry name (default: for 1-D outcomes the min kernel on y mapped onto [0.2, 1],
+        # `outcome_scale_`; else the losses' kernel, else RBF with gamma = 1 / the median squared distance of the
+        # training outcomes)
         kernel=None,
         n_actions:int=None,              # actions of the decision makers (default: that of `losses`, else 2)
         # temperature of the quantal response (default: 10 / (R1 R2), R2 the largest ||phi(y)|| of the training
@@ -679,14 +692,19 @@ def median_heuristic(Y, # (n, d) outcomes (or (n,))
     d2 = d2[d2 > 0]
     return 1.0 / float(np.median(d2)) if len(d2) else 1.0
 
-# %% ../nbs/85_estimators.ipynb #96f0e087
+# %% ../nbs/85_estimators.ipynb #de3afe85
 def _check_losses(losses) -> list:
-    "The known decision makers' losses as a list of deccal Losses in one kernel, one number of actions ([] for None)."
+    """The known decision makers' losses as a list ([] for None): deccal Losses in one kernel, or
+    `PiecewiseLinearLoss`es in y's units; one kind, one number of actions."""
     if losses is None: return []
-    ls = [losses] if isinstance(losses, Loss) else list(losses)
-    if not ls or not all(isinstance(l, Loss) for l in ls):
-        raise DeccalTypeError('losses', f"expected a deccal Loss or a non-empty list of them, got {losses!r}")
-    if any(l.kernel != ls[0].kernel for l in ls):
+    single = isinstance(losses, (Loss, PiecewiseLinearLoss))
+    ls = [losses] if single else list(losses)
+    if not ls or not all(isinstance(l, (Loss, PiecewiseLinearLoss)) for l in ls):
+        raise DeccalTypeError('losses', f"expected a deccal Loss or PiecewiseLinearLoss (newsvendor_loss, "
+                                        f"pinball_loss), or a non-empty list of them, got {losses!r}")
+    if len({type(l) for l in ls}) > 1:
+        raise DeccalError('losses', "mix deccal Losses (in a kernel's RKHS) and losses in y's units: give one kind")
+    if isinstance(ls[0], Loss) and any(l.kernel != ls[0].kernel for l in ls):
         raise DeccalError('losses', "are in different kernels: decision calibration is for one kernel's loss class")
     if any(l.n_actions != ls[0].n_actions for l in ls):
         raise DeccalError('losses', f"have different numbers of actions {sorted({l.n_actions for l in ls})}: "
@@ -712,7 +730,11 @@ def default_rbf(Y, # (n, d) outcomes, |y| <= Y_MAX
     check_bandwidth(Y, 'y', hint='pass kernel=RBF(gamma)')          # squared distances neither overflow nor vanish
     return RBF(check_bandwidth(Y, 'y', median_heuristic(Y), hint='pass kernel=RBF(gamma)'))
 
-# %% ../nbs/85_estimators.ipynb #9a352ca2
+# %% ../nbs/85_estimators.ipynb #9589e688
+def _is_min(kernel) -> bool:
+    "Whether the `kernel` parameter names the min kernel (the registry name or an instance)."
+    return isinstance(kernel, MinKernel) or (isinstance(kernel, str) and kernel == 'min')
+
 def _check_kernel(kernel, Y, losses:list) -> Kernel:
     "The kernel: as given (an object or a registry name), else the losses', else RBF with the median heuristic on Y."
     if kernel is None: k = losses[0].kernel if losses else default_rbf(Y)
@@ -720,6 +742,38 @@ def _check_kernel(kernel, Y, losses:list) -> Kernel:
     if losses and losses[0].kernel != k:
         raise DeccalError('kernel', f"{k!r} differs from the kernel of the losses, {losses[0].kernel!r}")
     return k
+
+# %% ../nbs/85_estimators.ipynb #9705c510
+def outcome_scale_for(kernel,        # the `kernel` parameter
+                      losses:list,   # the checked `losses`
+                      Y,             # (n, d) outcomes
+                     ) -> OutcomeScale | None:
+    "The scale of y for the min kernel: 1-D outcomes, kernel None or min, no deccal Loss given; else None."
+    if Y.shape[1] != 1 or (losses and isinstance(losses[0], Loss)): return None
+    return OutcomeScale.from_outcomes(Y) if kernel is None or _is_min(kernel) else None
+
+# %% ../nbs/85_estimators.ipynb #1d3d22dd
+def kernel_losses(losses:list,          # the checked `losses` (or one loss, as a list)
+                  kernel:Kernel,        # the estimator's kernel
+                  scale,                # its OutcomeScale, or None
+                  Y,                    # (n, 1) outcomes (the range an approximation is fitted on)
+                  name:str='losses',    # the argument named in messages
+                 ) -> list:
+    """The losses as deccal Losses in `kernel`: exact for the min kernel on the scaled outcome; fitted (`fit_loss`)
+    in any other kernel of 1-D outcomes, with a warning naming the kernel and the sup error."""
+    if not losses or isinstance(losses[0], Loss): return losses
+    if Y.shape[1] != 1:
+        raise DeccalError(name, f"piecewise-linear losses in y's units are of 1-D outcomes; y has {Y.shape[1]} columns")
+    if scale is not None: return [l.in_kernel(scale) for l in losses]
+    lo, hi = float(Y.min()), float(Y.max())
+    pts = np.unique(np.r_[np.linspace(lo, hi, 200), np.clip(np.concatenate([l.kink for l in losses]), lo, hi)])
+    fitted = [fit_loss(l.value, kernel, pts[:, None], name=l.name) for l in losses]
+    err = max(f.sup_error for f in fitted)
+    warnings.warn(f"{name}: piecewise-linear losses are not in the RKHS of {kernel!r}; fitted in it with sup error "
+                  f"{err:.3g} on [{lo:.4g}, {hi:.4g}]: decisions are calibrated only up to that error "
+                  "(the default kernel for 1-D outcomes, the min kernel, holds them exactly)", UserWarning,
+                  stacklevel=3)
+    return fitted
 
 # %% ../nbs/85_estimators.ipynb #8fff65fc
 def _regressor_defaults(losses:list, Y, kernel:Kernel, n_actions, beta, R1, eps) -> tuple:
@@ -767,9 +821,10 @@ def check_outputs(P,      # the base model's predictions for n rows
     return P
 
 
-# %% ../nbs/85_estimators.ipynb #062174de
-def _base_predictions(est, X, kernel:Kernel, d:int, n_samples:int) -> np.ndarray:
-    "The base model's predictions as atoms (n, B, d): a point or n_samples Gaussian quantiles (in [0, 1] for min)."
+# %% ../nbs/85_estimators.ipynb #deb486af
+def _base_predictions(est, X, kernel:Kernel, d:int, n_samples:int, scale=None) -> np.ndarray:
+    """The base model's predictions as atoms (n, B, d): a point or n_samples Gaussian quantiles, mapped by `scale`
+    (an OutcomeScale) into the min kernel's domain when there is one (else clipped to it, for the min kernel)."""
     n = len(X) if not hasattr(X, 'shape') else X.shape[0]
     if n_samples and d == 1 and _takes_std(est):
         mu, sd = est.predict(X, return_std=True)
@@ -777,7 +832,7 @@ def _base_predictions(est, X, kernel:Kernel, d:int, n_samples:int) -> np.ndarray
         z = scipy.stats.norm.ppf((np.arange(n_samples) + 0.5) / n_samples)
         Z = (np.ravel(mu)[:, None] + np.ravel(sd)[:, None] * z[None, :])[:, :, None]
     else: Z = check_outputs(est.predict(X), n, d).reshape(n, 1, d)
-    return in_kernel_domain(Z, kernel)
+    return scale.to_kernel(Z) if scale is not None else in_kernel_domain(Z, kernel)
 
 # %% ../nbs/85_estimators.ipynb #c18bfb96
 def residual_atoms(R,              # (n, d) residuals y_i - yhat(x_i) of the calibration sample
@@ -834,23 +889,29 @@ def check_fit_work(n:int, n_samples:int, n_folds=5):
                                    f"MAX_ATOMS = {MAX_ATOMS:,}: n_samples <= {best} fits for {n} rows")
 
 
-# %% ../nbs/85_estimators.ipynb #3973ff8a
+# %% ../nbs/85_estimators.ipynb #96e2ebfb
 @patch
 def _target(self:DecisionCalibratedRegressor, est, y) -> _Target:
-    "The outcomes as points, the kernel (given, the losses', or RBF by the median heuristic), the defaults."
+    """The outcomes (scaled onto [0.2, 1] for the min kernel: `outcome_scale_`), the kernel (the min kernel for 1-D
+    outcomes, else as given, the losses', or RBF by the median heuristic), the losses in it, the defaults."""
     Y = as_points(y, 'y')
     check_outcome_scale(Y)
     losses = _check_losses(self.losses)
-    kernel = _check_kernel(self.kernel, Y, losses)
-    Y = kernel.check(Y, 'y')
-    if losses and losses[0].dim != Y.shape[1]:
-        raise DeccalError('losses', f"are on R^{losses[0].dim} but the outcomes y are in R^{Y.shape[1]}")
+    scale = outcome_scale_for(self.kernel, losses, Y)
+    if scale is not None: kernel, Ys = MinKernel(), scale.to_kernel(Y)
+    else:
+        kernel = _check_kernel(self.kernel, Y, losses if losses and isinstance(losses[0], Loss) else [])
+        Ys = kernel.check(Y, 'y')
+    kl = kernel_losses(losses, kernel, scale, Y)
+    if kl and kl[0].dim != Y.shape[1]:
+        raise DeccalError('losses', f"are on R^{kl[0].dim} but the outcomes y are in R^{Y.shape[1]}")
     check_fit_work(len(Y), self.n_samples if Y.shape[1] == 1 else min(self.n_samples, len(Y)), self.n_folds)
-    A, R1, beta, eps, R2 = _regressor_defaults(losses, Y, kernel, self.n_actions, self.beta, self.R1, self.eps)
+    A, R1, beta, eps, R2 = _regressor_defaults(kl, Ys, kernel, self.n_actions, self.beta, self.R1, self.eps)
     d, n_samples = Y.shape[1], self.n_samples
-    predict = lambda est, X: _base_predictions(est, X, kernel, d, n_samples)
-    return _Target(Y, kernel, A, R1, beta, eps, predict, dict(kernel_=kernel, R2_=R2, n_outputs_=d,
-                                                                  _y_1d=np.ndim(y) == 1))
+    predict = lambda est, X: _base_predictions(est, X, kernel, d, n_samples, scale)
+    fitted = dict(kernel_=kernel, R2_=R2, n_outputs_=d, outcome_scale_=scale, losses_=kl,
+                  y_range_=np.vstack([Y.min(0), Y.max(0)]), _y_1d=np.ndim(y) == 1)
+    return _Target(Ys, kernel, A, R1, beta, eps, predict, fitted)
 
 # %% ../nbs/85_estimators.ipynb #9c6d89b9
 @patch
@@ -865,31 +926,91 @@ def _out_of_fold(self:DecisionCalibratedRegressor, est, Xb, Xv, y, params:dict, 
                                 "out-of-fold prediction")
     return np.stack([parts[i] for i in range(len(y))])
 
-# %% ../nbs/85_estimators.ipynb #9de28e76
+# %% ../nbs/85_estimators.ipynb #86391a38
+MAX_KNN_FEATURES = 20   # the normalized start's neighbours: on at most this many numeric features (else the prediction)
+
+def numeric_features(X, # the features (an array, a DataFrame or a sparse matrix), or None
+                    ) -> np.ndarray | None: # (n, p) floats, or None: the normalized start then reads the prediction
+    "The numeric columns of X as floats, for the normalized start's neighbours: None if sparse, none, NaN or too many."
+    if X is None or scipy.sparse.issparse(X): return None
+    if hasattr(X, 'iloc'): X = X.select_dtypes('number')
+    try: A = np.asarray(X, dtype=float)
+    except (TypeError, ValueError): return None
+    if A.ndim != 2 or not 0 < A.shape[1] <= MAX_KNN_FEATURES or not np.isfinite(A).all(): return None
+    return A
+
+# %% ../nbs/85_estimators.ipynb #5c032da9
 @patch
-def _fit_first_stage(self:DecisionCalibratedRegressor, Z, Y, sample_weight, seed:int, groups=None) -> np.ndarray:
-    """The start of the rounds: point predictions plus `n_samples` residual atoms of the calibration sample (sets
-    `residuals_`); a Gaussian predictive, or point predictions (`n_samples=0`), as they are. The residuals are
-    pooled over the segments (`groups` is not used: the rounds patch within them)."""
-    self.residuals_ = None
+def start_builders(self:DecisionCalibratedRegressor) -> dict:
+    "The candidate starts, name -> builder(fit rows, new rows) -> (n, n_samples) atoms (`start_candidates`)."
+    return start_candidates(B=self.n_samples)
+
+# %% ../nbs/85_estimators.ipynb #cdf718c8
+@patch
+def _fit_first_stage(self:DecisionCalibratedRegressor, Z, Y, sample_weight, seed:int, groups=None,
+                     X=None) -> np.ndarray:
+    """The start of the rounds. 1-D outcomes and point predictions: the start `select_start` chooses by
+    out-of-fold CRPS (`start_`, `start_report_`, `start_rows_`), each calibration row's own start built out of
+    fold (`oof_atoms`); d > 1: the point predictions plus `n_samples`
+    residual rows of the calibration sample (`residuals_`); a Gaussian predictive, or point predictions
+    (`n_samples=0`), as they are. Segments (`groups`) are not used: the rounds patch within them."""
+    self.residuals_ = self.start_ = self.start_report_ = self.start_rows_ = None
     if Z.shape[1] != 1 or not self.n_samples: return Z
-    self.residuals_ = residual_atoms(Y - Z[:, 0, :], self.n_samples, sample_weight, seed)
-    return with_residuals(Z, self.residuals_, self.kernel_)
+    if Z.shape[2] > 1:
+        self.residuals_ = residual_atoms(Y - Z[:, 0, :], self.n_samples, sample_weight, seed)
+        return with_residuals(Z, self.residuals_, self.kernel_)
+    rows = StartRows(Z[:, 0, 0], Y[:, 0] - Z[:, 0, 0], numeric_features(X), sample_weight)
+    folds, builders = start_folds(rows, seed=seed), self.start_builders()
+    self.start_, self.start_report_ = select_start(builders, rows, folds=folds)
+    self.start_rows_ = rows
+    # the calibration rows' own starts out of fold, as a new row's: no row's residual shapes its own start
+    return in_kernel_domain(oof_atoms(self.start_, builders[self.start_], rows, folds)[:, :, None], self.kernel_)
+
+# %% ../nbs/85_estimators.ipynb #d7b7f63a
+@patch
+def start_atoms_from(self:DecisionCalibratedRegressor,
+                     pred,        # (n,) point predictions in the kernel's coordinates
+                     X_num=None,  # (n, p) their numeric features (`numeric_features`), or None
+                    ) -> np.ndarray: # (n, n_samples, 1) atoms of the chosen start, in the kernel's domain
+    "The chosen start (`start_`) for rows with these predictions, built from the calibration rows `start_rows_`."
+    A = self.start_builders()[self.start_](self.start_rows_, StartRows(pred, X=X_num))
+    return in_kernel_domain(A[:, :, None], self.kernel_)
 
 # %% ../nbs/85_estimators.ipynb #a791a0f1
 @patch
 def _embed(self:DecisionCalibratedRegressor, Z) -> Embedding: return Embedding.from_samples(Z)
 
-# %% ../nbs/85_estimators.ipynb #7dcf4f98
+# %% ../nbs/85_estimators.ipynb #4195868c
+@patch
+def kernel_atoms(self:DecisionCalibratedRegressor,
+                 X, # (n, n_features) features
+                ) -> np.ndarray: # (n, B, d) atoms of the start distribution, in the kernel's domain (equal weights)
+    "Where the rounds start, in the kernel's coordinates: the chosen start (`start_`), or the base model's atoms."
+    _check_fitted(self)
+    Xc = _check_X(self, X)
+    Z = _base_predictions(self.estimator_, Xc, self.kernel_, self.n_outputs_, self.n_samples,
+                          getattr(self, 'outcome_scale_', None))
+    if getattr(self, 'start_', None) is not None:
+        return self.start_atoms_from(Z[:, 0, 0], numeric_features(Xc) if self.start_rows_.X is not None else None)
+    res = getattr(self, 'residuals_', None)
+    return Z if res is None else with_residuals(Z, res, self.kernel_)
+
+# %% ../nbs/85_estimators.ipynb #530b2990
+@patch
+def to_outcome(self:DecisionCalibratedRegressor,
+               Z, # atoms or points in the kernel's domain
+              ) -> np.ndarray: # the same, in y's own units (unchanged without an `outcome_scale_`)
+    "Kernel coordinates back to y's units, through `outcome_scale_` (the identity when y was not scaled)."
+    scale = getattr(self, 'outcome_scale_', None)
+    return Z if scale is None else scale.to_outcome(Z)
+
+# %% ../nbs/85_estimators.ipynb #28bdd186
 @patch
 def start_atoms(self:DecisionCalibratedRegressor,
                 X, # (n, n_features) features
-               ) -> np.ndarray: # (n, B, d) atoms of the start distribution (equal weights)
+               ) -> np.ndarray: # (n, B, d) atoms of the start distribution in y's units (equal weights)
     "Where the rounds start: the base model's predictive atoms, plus the residual atoms `residuals_` (if any)."
-    _check_fitted(self)
-    Z = _base_predictions(self.estimator_, _check_X(self, X), self.kernel_, self.n_outputs_, self.n_samples)
-    res = getattr(self, 'residuals_', None)
-    return Z if res is None else with_residuals(Z, res, self.kernel_)
+    return self.to_outcome(self.kernel_atoms(X))
 
 # %% ../nbs/85_estimators.ipynb #b3160312
 @patch
@@ -908,55 +1029,73 @@ def _segment_report(self:DecisionCalibratedRegressor, base, start:Embedding, aft
     return dict(name=list(self.segment_names_), n=(groups > 0).sum(0), share=M.sum(0) / w.sum(),
                 loss_before=(M.T @ L[0]) / tot, loss_after=(M.T @ L[1]) / tot)
 
-# %% ../nbs/85_estimators.ipynb #bfec46a5
+# %% ../nbs/85_estimators.ipynb #27fa4ffd
 @patch
 def calibrated_embedding(self:DecisionCalibratedRegressor,
                          X, # (n, n_features) features
                         ) -> Embedding: # the calibrated predictions p(x) in the RKHS of `kernel_`
-    "The calibrated predictions as a deccal `Embedding` (loss estimates, audits, reliability diagrams take it)."
+    """The calibrated predictions as a deccal `Embedding` in the kernel's coordinates (y scaled by `outcome_scale_`
+    when there is one): loss estimates of deccal Losses in `kernel_`, audits and reliability diagrams take it."""
     _check_fitted(self)
-    return self.calibrator_.transform(self._embed(self.start_atoms(X)), self.segments_membership(X))
+    return self.calibrator_.transform(self._embed(self.kernel_atoms(X)), self.segments_membership(X))
 
-# %% ../nbs/85_estimators.ipynb #07833d10
+# %% ../nbs/85_estimators.ipynb #2a923867
 @patch
 @one_blas_thread
 def predict_loss(self:DecisionCalibratedRegressor,  # noqa: F811
-                 X,           # (n, n_features) features
-                 # a deccal Loss in the RKHS of `kernel_` (piecewise_linear_loss with kernel='min', cobb_douglas_loss
-                 # with 'exp', fit_loss)
-                 loss:Loss,
-                ) -> np.ndarray: # (n, A) expected losses
-    "The calibrated estimate <r(a), p(x)> of each action's expected loss."
+                 X,     # (n, n_features) features
+                 # a loss in y's units (PiecewiseLinearLoss: newsvendor_loss, pinball_loss), or a deccal Loss in the
+                 # RKHS of `kernel_`, on its coordinates (cobb_douglas_loss with 'exp', fit_loss)
+                 loss,
+                ) -> np.ndarray: # (n, A) expected losses, in the loss's units
+    "The calibrated estimate <r(a), p(x)> of each action's expected loss: what decision calibration makes honest."
     _check_fitted(self)
-    if not isinstance(loss, Loss): raise DeccalTypeError('loss', f"expected a deccal Loss, got {loss!r}")
-    if loss.kernel != self.kernel_:
+    if not isinstance(loss, (Loss, PiecewiseLinearLoss)):
+        raise DeccalTypeError('loss', f"expected a PiecewiseLinearLoss (newsvendor_loss, pinball_loss) or a deccal "
+                                      f"Loss, got {loss!r}")
+    if isinstance(loss, PiecewiseLinearLoss):
+        if self.n_outputs_ != 1:
+            raise DeccalError('loss', f"a piecewise-linear loss is of 1-D outcomes; y is in R^{self.n_outputs_}")
+        sc = getattr(self, 'outcome_scale_', None)
+        loss = kernel_losses([loss], self.kernel_, sc, np.array([[sc.lo], [sc.hi]]) if sc else self.y_range_,
+                             'loss')[0]
+    elif loss.kernel != self.kernel_:
         raise DeccalError('loss', f"its kernel {loss.kernel!r} differs from the kernel the estimator was calibrated "
-                                  f"in, {self.kernel_!r}: fit with kernel={loss.kernel!r}")
+                                  f"in, {self.kernel_!r}: fit with kernel={loss.kernel!r}, or give a loss in y's units")
     return self.calibrated_embedding(X).loss_estimates(loss)
 
-# %% ../nbs/85_estimators.ipynb #6e6eb829
+# %% ../nbs/85_estimators.ipynb #644b15af
 @patch
 @one_blas_thread
 def predict_action(self:DecisionCalibratedRegressor,  # noqa: F811
-                   X,          # (n, n_features) features
-                   loss:Loss,  # a deccal Loss in the RKHS of `kernel_`
+                   X,      # (n, n_features) features
+                   loss,   # a loss in y's units (PiecewiseLinearLoss) or a deccal Loss in the RKHS of `kernel_`
                   ) -> np.ndarray: # (n,) actions, indices 0..A-1
-    "The action of least estimated loss (the best response to `predict_loss`)."
+    "The action of least estimated loss (the best response to `predict_loss`): for a newsvendor, the order."
     return np.argmin(self.predict_loss(X, loss), axis=1)
 
-# %% ../nbs/85_estimators.ipynb #277d02bf
+# %% ../nbs/85_estimators.ipynb #e8337fcf
+def kept_rounds(cal) -> int:
+    "How many rounds a fitted calibrator applies (`best_round_`; a refitted cross-fit: its one member's)."
+    return int(getattr(cal, 'best_round_', 0) or 0)
+
+# %% ../nbs/85_estimators.ipynb #82a25365
 @patch
 def atom_weights(self:DecisionCalibratedRegressor,
                  X, # (n, n_features) features
-                ) -> tuple: # ((n, B, d) atoms, (n, B) weights >= 0 summing to 1)
-    "The calibrated predictions projected onto the distributions over each row's start atoms, in row blocks."
-    Z, G = self.start_atoms(X), self.segments_membership(X)
-    W = np.empty(Z.shape[:2])
-    for i0, i1 in row_blocks(len(Z), 8.0 * (Z.shape[1] ** 2 + 4 * _n_atoms(self.calibrator_))):
-        W[i0:i1] = project_onto_atoms(self.calibrator_.transform(self._embed(Z[i0:i1]), None if G is None else
-                                                                 G[i0:i1]), self.kernel_,
-                                      distance=False)[0]
-    return Z, W
+                ) -> tuple: # ((n, B, d) atoms in y's units, (n, B) weights >= 0 summing to 1)
+    """The calibrated predictions projected onto the distributions over each row's start atoms: none when no round
+    is kept (the start's equal weights); for the min kernel exactly, by isotonic regression (O(B) a row); else by the
+    QP of `project_onto_atoms`; in row blocks."""
+    Z, G = self.kernel_atoms(X), self.segments_membership(X)
+    n, B = Z.shape[:2]
+    if kept_rounds(self.calibrator_) == 0: return self.to_outcome(Z), np.full((n, B), 1.0 / B)
+    W = np.empty((n, B))
+    per_row = 8.0 * (B ** 2 + 4 * _n_atoms(self.calibrator_)) if not isinstance(self.kernel_, MinKernel) else 64.0 * B
+    for i0, i1 in row_blocks(n, per_row):
+        W[i0:i1] = project_onto_atoms(self.calibrator_.transform(self._embed(Z[i0:i1]), rows_of(G, slice(i0, i1))),
+                                      self.kernel_, distance=False)[0]
+    return self.to_outcome(Z), W
 
 # %% ../nbs/85_estimators.ipynb #fddfe601
 @patch
@@ -991,6 +1130,56 @@ def predict(self:DecisionCalibratedRegressor,  # noqa: F811
     Z, W = self.atom_weights(X)
     M = np.einsum('ib,ibd->id', W, Z)
     return M[:, 0] if self._y_1d else M
+
+# %% ../nbs/85_estimators.ipynb #b19fe200
+def conformal_margin(D:AtomDistribution,  # the calibration rows' distributions, fitted without those rows
+                     y,                   # (n,) their outcomes
+                     alpha:float,         # miscoverage level, in (0, 1)
+                    ) -> float:           # q_hat: the band [Q(alpha/2) - q_hat, Q+(1 - alpha/2) + q_hat]
+    "The conformalized-quantile margin: the ceil((1 - alpha)(n + 1))-th smallest score (inf when n is too small)."
+    lo, hi = D.quantiles(alpha / 2), D.quantiles(1 - alpha / 2, right=True)
+    E = np.sort(np.maximum(lo - y, y - hi))
+    k = int(np.ceil((1 - alpha) * (len(E) + 1)))
+    return float(E[k - 1]) if k <= len(E) else np.inf
+
+# %% ../nbs/85_estimators.ipynb #319d6573
+@patch
+def _fit_output(self:DecisionCalibratedRegressor, start:Embedding, Y, sample_weight, groups=None):
+    """The calibration rows' distributions from the fold calibrators that never saw them (the refitted calibrator's,
+    in sample, without cross-fitting): `out_of_fold_distribution_` and `calibration_outcomes_`, for intervals."""
+    self.out_of_fold_distribution_ = self.calibration_outcomes_ = None
+    if self.n_outputs_ != 1: return None
+    cal = self.calibrator_
+    Z = start.Z
+    if kept_rounds(cal) == 0: W = np.full(Z.shape[:2], 1.0 / Z.shape[1])
+    else:
+        emb = cal.out_of_fold(start, groups) if isinstance(cal, CrossFitDeCal) else cal.transform(start, groups)
+        W = project_onto_atoms(emb, self.kernel_, distance=False)[0]
+    self.out_of_fold_distribution_ = AtomDistribution(self.to_outcome(Z)[:, :, 0], W)
+    self.calibration_outcomes_ = self.to_outcome(Y)[:, 0]
+    return None
+
+# %% ../nbs/85_estimators.ipynb #4dccbb5b
+@patch
+@one_blas_thread
+def predict_interval(self:DecisionCalibratedRegressor,
+                     X,                  # (n, n_features) features
+                     alpha:float=0.1,    # miscoverage: a central interval of level 1 - alpha
+                    ) -> np.ndarray:     # (n, 2) lower and upper ends, in y's units
+    """Prediction intervals of level 1 - alpha: the calibrated distribution's quantiles at alpha/2 and 1 - alpha/2,
+    widened by the conformal margin of the calibration rows' out-of-fold scores (`conformal_margin`).
+
+    Coverage: with scores from rows the fit never saw, P(y in interval) >= 1 - alpha on new rows, marginally
+    (split conformal). The out-of-fold scores are nearly that (each row's own fold calibrator never saw it, the
+    start's residual quantiles did): the guarantee is approximate; the large-data benchmark measures it. Without
+    enough calibration rows ((1 - alpha)(n + 1) > n) the interval is infinite."""
+    _check_fitted(self)
+    alpha = check_number(alpha, 'alpha', 0.0, 1.0)
+    if self.out_of_fold_distribution_ is None:
+        raise DeccalError('y', f"intervals are for 1-D outcomes; the estimator was fitted on R^{self.n_outputs_}")
+    q = conformal_margin(self.out_of_fold_distribution_, self.calibration_outcomes_, alpha)
+    D = self.predict_distribution(X)
+    return np.stack([D.quantiles(alpha / 2) - q, D.quantiles(1 - alpha / 2, right=True) + q], axis=1)
 
 # %% ../nbs/85_estimators.ipynb #d844db03
 _WEIGHTS_NOT_REPEATS = ("weights are used, but a weight of 2 is not a repeated row to 1e-7: the cross-validation "

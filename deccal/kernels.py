@@ -14,8 +14,9 @@ from .checks import (as_points, check_positive, check_array, check_int, check_nu
                            DeccalError, DeccalTypeError)
 
 # %% auto #0
-__all__ = ['KERNELS', 'Kernel', 'Linear', 'Polynomial', 'RBF', 'Laplacian', 'MinKernel', 'ExpInner', 'FeatureMap', 'make_kernel',
-           'kernel_spec', 'assert_gram_close']
+__all__ = ['KERNELS', 'Kernel', 'Linear', 'Polynomial', 'RBF', 'Laplacian', 'MinKernel', 'min_functions_table',
+           'add_min_functions', 'min_functions_rows', 'ExpInner', 'FeatureMap', 'make_kernel', 'kernel_spec',
+           'assert_gram_close']
 
 # %% ../nbs/01_kernels.ipynb #eb959596
 @intrinsic
@@ -304,7 +305,8 @@ class Kernel:
                 raise DeccalError(name, f"K(y, y) = {self._diag_formula} is about {_power_of_10(ld[i])} at row {i} "
                                         f"(||y|| = {norm:.3g}), above {self.max_diag:g}; rescale {name} (e.g. "
                                         "divide it by its largest norm)")
-        if len(Y):                                     # squared norms and distances must stay finite
+        # squared norms and distances must stay finite; with every |y_j| < 1e150 they do (||y||^2 < d 1e300)
+        if len(Y) and not (np.abs(Y).max() < 1e150 and Y.shape[1] < 1e5):
             ls = _log_sq_norms(Y)
             i = int(np.argmax(ls))
             if ls[i] > math.log(1e306):     # (distances are at most 4 times the larger norm)
@@ -447,6 +449,60 @@ class MinKernel(Kernel):
         if Y.min() < 0 or Y.max() > 1:
             raise DeccalError(name, f"the min kernel is defined on [0, 1]; got values in [{Y.min():g}, {Y.max():g}]")
         return Y
+
+# %% ../nbs/01_kernels.ipynb #cc46c584
+def min_functions_table(U,   # (M,) points U_u in [0, 1]
+                        F,   # (k, M) weights of the functions f_t = sum_u F[t, u] phi(U_u)
+                       ) -> tuple: # sorted U (M,), below (M + 1, k), above (M + 1, k)
+    "Tables with f_t(s) = below[m, t] + s above[m, t], m = the number of U_u <= s (the min kernel's RKHS)."
+    o = np.argsort(U, kind='stable')
+    u, Fo = np.ascontiguousarray(U[o]), F[:, o]
+    below = np.zeros((len(u) + 1, F.shape[0])); np.cumsum((Fo * u).T, axis=0, out=below[1:])
+    above = np.zeros((len(u) + 1, F.shape[0])); np.cumsum(Fo[:, ::-1].T, axis=0, out=above[1:])
+    return u, below, np.ascontiguousarray(above[::-1])
+
+# %% ../nbs/01_kernels.ipynb #e301d5e5
+@nb.njit(cache=True)
+def add_min_functions(u, below, above, # the tables of `min_functions_table`
+                      coef,            # (n, k) weights of the functions per row (k = 1 and ones: each function)
+                      T,               # (n, B) points per row
+                      out,             # (n, B) out: += sum_t coef[i, t] f_t(T[i, b])
+                     ):
+    "out[i, b] += sum_t coef[i, t] f_t(T[i, b]), each f_t read from the tables by one binary search."
+    n, B = T.shape
+    k = coef.shape[1]
+    for i in range(n):
+        for b in range(B):
+            t = T[i, b]
+            lo, hi = 0, len(u)
+            while lo < hi:                                   # m = the number of u <= t
+                mid = (lo + hi) // 2
+                if u[mid] <= t: lo = mid + 1
+                else: hi = mid
+            acc = 0.0
+            for j in range(k): acc += coef[i, j] * (below[lo, j] + t * above[lo, j])
+            out[i, b] += acc
+
+# %% ../nbs/01_kernels.ipynb #54ab863f
+@nb.njit(cache=True)
+def min_functions_rows(u, below, above, # the tables of `min_functions_table`
+                       Z,                # (n, B) points per row
+                       GW,               # (n, B) their weights
+                       out,              # (n, k) out: += sum_j GW[i, j] f_t(Z[i, j])
+                      ):
+    "out[i, t] += sum_j GW[i, j] f_t(Z[i, j]): each row's weighted points against every function."
+    n, B = Z.shape
+    k = below.shape[1]
+    for i in range(n):
+        for b in range(B):
+            z, g = Z[i, b], GW[i, b]
+            if g == 0.0: continue
+            lo, hi = 0, len(u)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if u[mid] <= z: lo = mid + 1
+                else: hi = mid
+            for t in range(k): out[i, t] += g * (below[lo, t] + z * above[lo, t])
 
 # %% ../nbs/01_kernels.ipynb #4ef8a3d4
 class ExpInner(Kernel):

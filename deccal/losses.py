@@ -8,11 +8,12 @@ import numpy as np
 import warnings
 import scipy.linalg
 from .checks import (check_array, check_positive, check_number, check_bool, check_seed,
-                           tiles, DeccalError, DeccalTypeError)
-from .kernels import Kernel, Linear, MinKernel, ExpInner
+                           tiles, DeccalError, DeccalTypeError, patch)
+from .kernels import Kernel, Linear, MinKernel, ExpInner, min_functions_table, min_functions_rows
 
 # %% auto #0
-__all__ = ['Loss', 'linear_loss', 'piecewise_linear_loss', 'piecewise_linear', 'cobb_douglas_loss', 'fit_loss']
+__all__ = ['Loss', 'linear_loss', 'piecewise_linear_loss', 'piecewise_linear', 'OutcomeScale', 'PiecewiseLinearLoss',
+           'newsvendor_loss', 'pinball_loss', 'cobb_douglas_loss', 'fit_loss']
 
 # %% ../nbs/02_losses.ipynb #943fb0c5
 class Loss:
@@ -41,6 +42,12 @@ class Loss:
         Y = self.kernel.check(Y, 'Y')
         if Y.shape[1] != self.dim:
             raise DeccalError('Y', f"points have dimension {Y.shape[1]} but the loss is on R^{self.dim}")
+        if isinstance(self.kernel, MinKernel):        # piecewise linear in y: tables, O(log K + A) a point
+            if getattr(self, '_tables', None) is None:  # built once: callers evaluate a loss in many blocks
+                self._tables = min_functions_table(self.atoms[:, 0], self.coef)
+            out = np.zeros((len(Y), self.n_actions))
+            min_functions_rows(*self._tables, Y, np.ones((len(Y), 1)), out)
+            return out
         out = np.empty((len(Y), self.n_actions))
         # tiles of kernel values (rows of Y by atoms) under the memory budget; atoms in blocks only when
         # one row of them alone exceeds it
@@ -117,6 +124,126 @@ def piecewise_linear_loss(k1,                # (A,) slopes below the kink
 def piecewise_linear(y, k1, k2, c):
     "g_{k1,k2,c}(y) evaluated directly (not through the kernel), broadcasting over y and the parameters."
     return np.where(y < c, k1 * y, k2 * y + (k1 - k2) * c)
+
+# %% ../nbs/02_losses.ipynb #63aa0fde
+class OutcomeScale:
+    "The affine map of 1-D outcomes onto the min kernel's domain: s = floor + (1 - floor) (y - lo) / (hi - lo)."
+    def __init__(self,
+                 lo:float,            # the outcome mapped to `floor`
+                 hi:float,            # the outcome mapped to 1 (> lo)
+                 floor:float=0.2,     # where lo lands, in (0, 1): constants on [floor, 1] are in the RKHS
+                ):
+        self.lo, self.hi = check_number(lo, 'lo'), check_number(hi, 'hi')
+        if not self.hi > self.lo: raise DeccalError('hi', f"must exceed lo = {self.lo:g}, got {self.hi:g}")
+        if not np.isfinite(self.hi - self.lo):
+            raise DeccalError('hi', f"hi - lo = {self.hi:g} - {self.lo:g} overflows: rescale the outcomes")
+        self.floor = check_number(floor, 'floor', 0.0, 1.0)
+
+    @property
+    def slope(self) -> float:
+        "ds/dy = (1 - floor) / (hi - lo): a slope of a loss in y's units times 1 / slope is its slope in s."
+        return (1.0 - self.floor) / (self.hi - self.lo)
+
+    def to_kernel(self, y) -> np.ndarray:
+        "s(y), clipped into [0, 1] (the min kernel's domain); same shape as y."
+        y = check_array(y, 'y', ndim=(0, 1, 2, 3), nonempty=False)
+        return np.clip(self.floor + (y - self.lo) * self.slope, 0.0, 1.0)
+
+    def to_outcome(self, s) -> np.ndarray:
+        "y(s) = lo + (s - floor) / slope, the inverse map (for quantiles, samples and atoms); same shape as s."
+        s = check_array(s, 's', ndim=(0, 1, 2, 3), nonempty=False)
+        return self.lo + (s - self.floor) / self.slope
+
+    def __eq__(self, other):
+        return isinstance(other, OutcomeScale) and (self.lo, self.hi, self.floor) == (other.lo, other.hi, other.floor)
+    __hash__ = None
+    def __repr__(self): return f"OutcomeScale(lo={self.lo:g}, hi={self.hi:g}, floor={self.floor:g})"
+
+# %% ../nbs/02_losses.ipynb #7f88b8e6
+@patch(cls_method=True)
+def from_outcomes(cls:OutcomeScale,
+                  y,                  # (n,) or (n, 1) outcomes of a sample
+                  margin:float=0.05,  # the range is widened by this share of it on each side (room for new rows)
+                  floor:float=0.2,    # where the widened minimum lands
+                 ) -> OutcomeScale:
+    "The scale of a sample: [min - margin r, max + margin r] onto [floor, 1], r the range (1 if all coincide)."
+    y = check_array(y, 'y', ndim=(1, 2))
+    if y.ndim == 2 and y.shape[1] != 1:
+        raise DeccalError('y', f"has {y.shape[1]} columns: an OutcomeScale is for 1-D outcomes")
+    margin = check_number(margin, 'margin', 0.0, lo_closed=True)
+    lo, hi = float(y.min()), float(y.max())
+    r = hi - lo if hi > lo else max(abs(hi), 1.0)
+    return cls(lo - margin * r, hi + margin * r, floor)
+
+# %% ../nbs/02_losses.ipynb #dbcb7298
+class PiecewiseLinearLoss:
+    "l(a, y) = at_kink[a] + (below[a] if y < kink[a] else above[a]) (y - kink[a]), in y's own units."
+    def __init__(self,
+                 kink,            # (A,) kinks c_a, in y's units
+                 below,           # (A,) slopes below the kink, per unit of y
+                 above,           # (A,) slopes above the kink
+                 at_kink=0.0,     # (A,) or a number: the losses at the kinks
+                 name:str='piecewise-linear',
+                ):
+        c = check_array(np.atleast_1d(np.asarray(kink, float)), 'kink', ndim=1)
+        A = len(c)
+        vals = []
+        for v, nm in ((below, 'below'), (above, 'above'), (at_kink, 'at_kink')):
+            v = check_array(np.atleast_1d(np.asarray(v, float)), nm, ndim=1)
+            if len(v) == 1: v = np.repeat(v, A)
+            if len(v) != A: raise DeccalError(nm, f"has {len(v)} entries but there are {A} kinks (one per action)")
+            vals.append(v)
+        self.kink, (self.below, self.above, self.at_kink), self.name = c, vals, name
+
+    @property
+    def n_actions(self) -> int: return len(self.kink)
+
+    def value(self, y) -> np.ndarray:
+        "l(a, y) for each outcome, directly (no kernel): (n, A) for (n,) or (n, 1) outcomes."
+        y = check_array(y, 'y', ndim=(0, 1, 2), nonempty=False)
+        if y.ndim == 2 and y.shape[1] != 1:
+            raise DeccalError('y', f"has {y.shape[1]} columns: a piecewise-linear loss is of 1-D outcomes")
+        d = y.reshape(-1, 1) - self.kink[None, :]
+        return self.at_kink + np.where(d < 0, self.below * d, self.above * d)
+
+    def __repr__(self): return f"PiecewiseLinearLoss({self.name}, actions={self.n_actions})"
+
+# %% ../nbs/02_losses.ipynb #397b257d
+@patch
+def in_kernel(self:PiecewiseLinearLoss,
+              scale:OutcomeScale,   # the map of y onto the min kernel's domain
+             ) -> Loss:
+    "The same loss as a deccal Loss in the min kernel's RKHS on s = scale.to_kernel(y): exact for y in [lo, hi]."
+    if not isinstance(scale, OutcomeScale):
+        raise DeccalTypeError('scale', f"expected an OutcomeScale, got {scale!r}")
+    f, A = scale.floor, self.n_actions
+    sk = np.clip(scale.floor + (self.kink - scale.lo) * scale.slope, f, 1.0)   # the kinks in s, within [f, 1]
+    K1, K2 = self.below / scale.slope, self.above / scale.slope
+    g_f = self.value(np.array([scale.lo]))[0]                                   # l(a, lo) = h(f)
+    coef = np.zeros((A, A + 2))
+    coef[:, 0], coef[:, 1] = g_f / f - K1, K2                                   # atoms f and 1
+    coef[np.arange(A), 2 + np.arange(A)] = K1 - K2                              # the kinks
+    return Loss(MinKernel(), np.concatenate([[f, 1.0], sk])[:, None], coef, self.name)
+
+# %% ../nbs/02_losses.ipynb #96f276fd
+def newsvendor_loss(underage,        # cost of each unit of demand above the order (> 0; a number or (A,))
+                    overage,         # cost of each unit left over (> 0; a number or (A,))
+                    orders,          # (A,) the order sizes, in y's units: the actions
+                    name:str='newsvendor',
+                   ) -> PiecewiseLinearLoss:
+    "l(a, y) = underage (y - orders[a])+ + overage (orders[a] - y)+, in y's units."
+    for v, nm in ((underage, 'underage'), (overage, 'overage')):
+        v = check_array(np.atleast_1d(np.asarray(v, float)), nm, ndim=1)
+        if v.min() <= 0: raise DeccalError(nm, f"costs must be > 0, got {v.min():g}")
+    return PiecewiseLinearLoss(orders, -np.asarray(overage, float), underage, 0.0, name)
+
+# %% ../nbs/02_losses.ipynb #9f55315c
+def pinball_loss(level:float,   # the quantile level tau, in (0, 1)
+                 actions,       # (A,) candidate quantiles, in y's units
+                ) -> PiecewiseLinearLoss:
+    "The pinball (quantile) loss tau (y - b)+ + (1 - tau) (b - y)+ of each candidate b: a newsvendor."
+    level = check_number(level, 'level', 0.0, 1.0)
+    return newsvendor_loss(level, 1 - level, actions, name=f"pinball {level:g}")
 
 # %% ../nbs/02_losses.ipynb #7be6b135
 def cobb_douglas_loss(alpha,              # (A, d) preference vectors, one per action (the paper: rows on the simplex)

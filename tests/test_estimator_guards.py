@@ -103,24 +103,27 @@ def test_huge_outcomes_refused_up_front():
     _refused('y', lambda: DecisionCalibratedRegressor(kernel='linear').fit(X, y * 1e200), 'above 1e\\+150')
 
 
-def test_tiny_outcomes_refused_for_the_default_kernel():
+def test_tiny_outcomes_refused_for_the_default_rbf():
+    "Outcomes of several dimensions keep the RBF kernel, whose median heuristic refuses squared distances that vanish."
     X, _, y = _data()
-    e = _refused('y', lambda: DecisionCalibratedRegressor().fit(X, y * 1e-200), 'pass kernel=RBF')
+    e = _refused('y', lambda: DecisionCalibratedRegressor().fit(X, np.c_[y, y] * 1e-200), 'pass kernel=RBF')
     assert 'rescale y' in str(e)
 
 
-def test_large_but_safe_outcomes_scale_the_predictions():
-    """y * 1e100: the median heuristic's gamma scales by 1e-200 and the start (no round) by 1e100, to rounding; with
-    rounds the fit runs and its predictions scale too, to the accuracy of the auditor's searches (they stop after 30
-    L-BFGS steps, so the last-bit differences of the scaled arithmetic move a witness: 5e-4 relative in the first
-    round's audit value on one machine, below 1e-6 on another), so those are compared to 1 %."""
+def test_outcomes_on_extreme_scales_are_scaled_inside():
+    """1-D outcomes are mapped onto the min kernel's domain by their own range, so y * 1e100 and y * 1e-200 give the
+    same fit as y: the start (no round) to rounding; with rounds to the accuracy of the auditor's searches (they
+    stop after 30 L-BFGS steps, so last-bit differences of the scaled arithmetic can move a witness), so those are
+    compared to 1 %. For outcomes of several dimensions the median heuristic's gamma scales by 1e-200."""
     X, _, y = _data(200)
     y = np.abs(y) ** 1.5                      # a skewed outcome: the rounds have something to correct
-    start = {s: DecisionCalibratedRegressor(max_rounds=0, n_folds=None).fit(X, y * s) for s in (1.0, 1e100)}
-    np.testing.assert_allclose(start[1e100].kernel_.gamma * 1e200, start[1.0].kernel_.gamma, rtol=1e-12)
-    np.testing.assert_allclose(start[1e100].predict(X[:20]) / 1e100, start[1.0].predict(X[:20]), rtol=1e-12)
-    np.testing.assert_allclose(start[1e100].predict_quantiles(X[:20], [0.1, 0.9]) / 1e100,
-                               start[1.0].predict_quantiles(X[:20], [0.1, 0.9]), rtol=1e-12)
+    start = {s: DecisionCalibratedRegressor(max_rounds=0, n_folds=None).fit(X, y * s) for s in (1.0, 1e100, 1e-200)}
+    for s in (1e100, 1e-200):
+        np.testing.assert_allclose(start[s].predict(X[:20]) / s, start[1.0].predict(X[:20]), rtol=1e-9)
+        np.testing.assert_allclose(start[s].predict_quantiles(X[:20], [0.1, 0.9]) / s,
+                                   start[1.0].predict_quantiles(X[:20], [0.1, 0.9]), rtol=1e-9)
+    two = {s: DecisionCalibratedRegressor(max_rounds=0, n_folds=None).fit(X, np.c_[y, y] * s) for s in (1.0, 1e100)}
+    np.testing.assert_allclose(two[1e100].kernel_.gamma * 1e200, two[1.0].kernel_.gamma, rtol=1e-12)
     fit = lambda s: DecisionCalibratedRegressor(max_rounds=3, n_folds=None).fit(X, y * s)
     one, big = fit(1.0), fit(1e100)
     assert one.calibrator_.best_round_ > 0 and big.calibrator_.best_round_ > 0     # rounds were kept in both

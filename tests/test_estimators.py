@@ -114,18 +114,22 @@ def test_bad_input(digits):
         with pytest.raises(sklearn.exceptions.NotFittedError): E().predict(X[:2])
 
 
-def test_regressor_median_heuristic_and_min_kernel():
+def test_regressor_default_kernels():
+    "1-D outcomes: the min kernel on the scaled outcome; several dimensions: RBF with the median heuristic."
     rng = np.random.default_rng(0)
     X = rng.normal(0, 1, (400, 2)); y = np.clip(0.5 + 0.2 * X[:, 0] + 0.1 * rng.normal(size=400), 0, 1)
-    r = DecisionCalibratedRegressor(cv=3).fit(X, y)
-    d2 = (y[:, None] - y[None]) ** 2
-    assert r.kernel_.gamma == pytest.approx(1 / np.median(d2[np.triu_indices(400, 1)][d2[np.triu_indices(400, 1)] > 0]))
-    Z, W = r.atom_weights(X[:5])                   # the start: each prediction plus the residual atoms (RBF: no clip)
-    np.testing.assert_allclose(Z[:, :, 0] - r.estimator_.predict(X[:5])[:, None],
-                               np.broadcast_to(r.residuals_[:, 0], (5, 16)), atol=1e-12)
-    np.testing.assert_allclose(r.predict(X[:5]), (W * Z[:, :, 0]).sum(1), atol=1e-12)   # the calibrated mean
+    Y2 = np.c_[y, y ** 2]
+    r = DecisionCalibratedRegressor(cv=3).fit(X, Y2)
+    d2 = ((Y2[:, None] - Y2[None]) ** 2).sum(-1)[np.triu_indices(400, 1)]
+    assert r.kernel_.gamma == pytest.approx(1 / np.median(d2[d2 > 0]))
+    Z, W = r.atom_weights(X[:5])                   # the start: each prediction plus the residual rows (RBF: no clip)
+    np.testing.assert_allclose(Z - r.estimator_.predict(X[:5])[:, None, :],
+                               np.broadcast_to(r.residuals_, (5, 16, 2)), atol=1e-12)
+    np.testing.assert_allclose(r.predict(X[:5]), np.einsum('ib,ibd->id', W, Z), atol=1e-12)   # the calibrated mean
     m = DecisionCalibratedRegressor(LinearRegression(), kernel='min', cv=3).fit(X, y)
-    loss = deccal.piecewise_linear_loss([-0.5, -0.2], [0.5, 0.8], [0.3, 0.6])
+    assert m.kernel_ == deccal.MinKernel() and m.outcome_scale_ is not None
+    assert m.start_ in ('residual', 'mondrian', 'normalized') and set(m.start_report_) >= {'residual'}
+    loss = deccal.piecewise_linear_loss([-0.5, -0.2], [0.5, 0.8], [0.3, 0.6])    # in the kernel's coordinates
     np.testing.assert_allclose(m.predict_loss(X[:20], loss), m.calibrated_embedding(X[:20]).loss_estimates(loss))
     with pytest.raises(deccal.DeccalError) as e: r.predict_loss(X[:5], loss)
     assert e.value.arg == 'loss'
@@ -308,7 +312,7 @@ def test_regressor_distributions():
     y = np.clip(0.5 + 0.2 * X[:, 0] + 0.15 * rng.standard_normal(700) * (1 + (X[:, 1] > 0)), 0, 1)
     base = FrozenEstimator(LinearRegression().fit(X[:300], y[:300]))
     r = DecisionCalibratedRegressor(base, kernel='min').fit(X[300:600], y[300:600])
-    assert r.residuals_.shape == (16, 1)
+    assert r.residuals_ is None and r.start_ in r.start_report_
     Z, W = r.atom_weights(X[600:])
     assert (W >= 0).all() and np.allclose(W.sum(1), 1)
     Q = r.predict_quantiles(X[600:], [0.05, 0.25, 0.5, 0.75, 0.95])
