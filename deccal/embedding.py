@@ -12,7 +12,7 @@ from .kernels import Kernel, MinKernel, min_functions_table, add_min_functions, 
 from .losses import Loss
 
 # %% auto #0
-__all__ = ['Embedding', 'FactoredEmbedding']
+__all__ = ['MIN_TABLE_ENTRIES', 'Embedding', 'FactoredEmbedding']
 
 # %% ../nbs/03_embedding.ipynb #38071c0f
 _MAX_WEIGHT = 1e30   # largest |weight| accepted: squared, times two weights and a kernel value up to 1e150,
@@ -136,6 +136,8 @@ def check_kernel(self:Embedding, kernel:Kernel):
     if self.V.shape[0]: kernel.check(self.V, 'pred (shared atoms)')
 
 # %% ../nbs/03_embedding.ipynb #6a4496f9
+MIN_TABLE_ENTRIES = 2**22   # min kernel: numbers in one table (32 MB) `evaluate` and `inner` read, not kernel blocks
+
 @patch
 def evaluate(self:Embedding, kernel:Kernel,
               U,   # (m, d) points
@@ -145,6 +147,8 @@ def evaluate(self:Embedding, kernel:Kernel,
     U = kernel.check(U, 'U')
     n, B, d = self.Z.shape
     M, mU = self.V.shape[0], len(U)
+    if isinstance(kernel, MinKernel) and B and not M and 0 < mU * mU <= MIN_TABLE_ENTRIES:
+        return self.evaluate_functions(kernel, U, np.eye(mU))      # p(u) as the functions phi(u): tables, no block
     out = None
     if M:
         cols = row_blocks(mU, 8.0 * M)                  # columns of the (M, m) kernel block of the shared atoms
@@ -203,6 +207,19 @@ def inner(self:Embedding, kernel:Kernel,
     self.check_kernel(kernel); q.check_kernel(kernel)
     n, B, d = self.Z.shape
     qB, qM = q.Z.shape[1], q.V.shape[0]
+    r = int(np.sqrt(MIN_TABLE_ENTRIES / max(qB, 1)))        # q's rows per table: r (r qB + qM) entries at most
+    if isinstance(kernel, MinKernel) and qB and r >= 1 and r * qM <= MIN_TABLE_ENTRIES:
+        # q's rows are functions of the min kernel's RKHS on their atoms: read from tables (a few of q's rows at a
+        # time, so that a table holds at most MIN_TABLE_ENTRIES numbers), no kernel block
+        out = np.empty((n, q.n))
+        for j0 in range(0, q.n, r):
+            qj = q[j0:j0 + r]
+            F = np.zeros((qj.n, qj.n * qB + qM))
+            F[np.repeat(np.arange(qj.n), qB), np.arange(qj.n * qB)] = (qj.gamma[:, None] * qj.W).ravel()
+            if qM: F[:, qj.n * qB:] = qj.theta
+            U = np.concatenate([qj.Z[:, :, 0].ravel(), q.V[:, 0]])[:, None]
+            out[:, j0:j0 + qj.n] = self.evaluate_functions(kernel, U, F)
+        return out
     out = self.theta @ q.evaluate(kernel, self.V).T if self.V.shape[0] else None   # else B > 0: a prediction has atoms
     if B:
         # own atoms of p against q: K(z_ib, z'_jc) weighted on both sides, plus q's shared atoms through theta';

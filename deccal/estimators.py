@@ -34,17 +34,17 @@ from .audit import explicit_predictions
 from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
 from .crossfit import CrossFitDeCal
-from .start_distributions import StartRows, start_candidates, select_start, start_folds, oof_atoms
+from .start_distributions import StartRows, start_candidates, select_start_oof, start_folds, with_difficulty
 from .metrics import segment_gaps
 from .groups import Groups, FeatureTable, column_kind, tree_groups
 
 # %% auto #0
 __all__ = ['SEARCH', 'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS',
            'MAX_KNN_FEATURES', 'calibrator_for', 'check_frozen_fitted', 'DecisionCalibratedClassifier',
-           'project_simplex_floor', 'categorical_columns', 'segment_family', 'DecisionCalibratedRegressor',
-           'median_heuristic', 'check_outcome_scale', 'default_rbf', 'outcome_scale_for', 'kernel_losses',
-           'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work',
-           'numeric_features', 'kept_rounds', 'conformal_margin']
+           'project_simplex_floor', 'categorical_columns', 'segment_family', 'default_n_samples',
+           'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf', 'outcome_scale_for',
+           'kernel_losses', 'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work',
+           'check_fit_work', 'numeric_features', 'kept_rounds', 'conformal_margin']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -616,6 +616,14 @@ def predict_action(self:DecisionCalibratedClassifier,
 # use every row. Measured: with 20,000 rows the basis's pivoted Cholesky over all of them took most of the fit
 REGRESSOR_SEARCH_ROWS = 4000
 
+# %% ../nbs/85_estimators.ipynb #56da0382
+def default_n_samples(n:int, # calibration rows
+                     ) -> int: # atoms of each row's start: sqrt(n) / 2, within [16, 64]
+    """The start's atoms when `n_samples` is None: the discretization's error in an expected loss falls as 1/B and
+    the sampling noise of n rows as 1/sqrt(n), so B grows as sqrt(n), from 16 (fast fits of small samples) to 64
+    (the fit's work grows as B)."""
+    return int(np.clip(np.sqrt(n) / 2, 16, 64))
+
 # %% ../nbs/85_estimators.ipynb #7cdca3e8
 class DecisionCalibratedRegressor(RegressorMixin, _DecisionCalibratedBase):
     "A regressor's predictive distributions, decision calibrated for the decision makers of a kernel's loss class."
@@ -623,7 +631,7 @@ class DecisionCalibratedRegressor(RegressorMixin, _DecisionCalibratedBase):
                                     'estimator': [HasMethods(['fit', 'predict']), None],
                                     'losses': [Loss, PiecewiseLinearLoss, list, tuple, None],
                                     'kernel': [Kernel, StrOptions(set(KERNELS)), None],
-                                    'n_samples': [Interval(Integral, 0, None, closed='left')]}
+                                    'n_samples': [Interval(Integral, 0, None, closed='left'), None]}
     _default_estimator = LinearRegression
     _search_max = REGRESSOR_SEARCH_ROWS
     _y_options: dict = dict(multi_output=True, y_numeric=True)
@@ -648,10 +656,10 @@ class DecisionCalibratedRegressor(RegressorMixin, _DecisionCalibratedBase):
         eps:float=None,                  # the calibrator's target (default: 0.01 R1 R2)
         method:str='dimfree',            # 'dimfree' (Algorithm 1, line-search step) or 'zhao' (regularized Zhao et al.)
         cv=5,                            # folds for the out-of-fold predictions (unused with FrozenEstimator)
-        # atoms of the predictive distribution the rounds start from: with 1-D outcomes and a
-        # predict(X, return_std=True), this many quantiles of the Gaussian predictive; else the point prediction plus
-        # this many residuals of the calibration sample (0: point predictions)
-        n_samples:int=16,
+        # atoms of each row's start distribution (None: sqrt(n) / 2 for n calibration rows, within [16, 64],
+        # `default_n_samples`): for 1-D outcomes the chosen start's quantiles; with a predict(X, return_std=True),
+        # this many quantiles of the Gaussian predictive; for d > 1 this many residual rows (0: point predictions)
+        n_samples:int=None,
         max_rounds:int=50,               # cap on the calibrator's rounds
         early_stopping:bool=True,        # stop on held-out square loss (validation_fraction of the calibration sample)
         validation_fraction:float=0.2,   # share of the calibration sample held out for early stopping
@@ -905,11 +913,12 @@ def _target(self:DecisionCalibratedRegressor, est, y) -> _Target:
     kl = kernel_losses(losses, kernel, scale, Y)
     if kl and kl[0].dim != Y.shape[1]:
         raise DeccalError('losses', f"are on R^{kl[0].dim} but the outcomes y are in R^{Y.shape[1]}")
-    check_fit_work(len(Y), self.n_samples if Y.shape[1] == 1 else min(self.n_samples, len(Y)), self.n_folds)
+    B = default_n_samples(len(Y)) if self.n_samples is None else self.n_samples
+    check_fit_work(len(Y), B if Y.shape[1] == 1 else min(B, len(Y)), self.n_folds)
     A, R1, beta, eps, R2 = _regressor_defaults(kl, Ys, kernel, self.n_actions, self.beta, self.R1, self.eps)
-    d, n_samples = Y.shape[1], self.n_samples
+    d, n_samples = Y.shape[1], B
     predict = lambda est, X: _base_predictions(est, X, kernel, d, n_samples, scale)
-    fitted = dict(kernel_=kernel, R2_=R2, n_outputs_=d, outcome_scale_=scale, losses_=kl,
+    fitted = dict(kernel_=kernel, R2_=R2, n_outputs_=d, outcome_scale_=scale, losses_=kl, n_samples_=B,
                   y_range_=np.vstack([Y.min(0), Y.max(0)]), _y_1d=np.ndim(y) == 1)
     return _Target(Ys, kernel, A, R1, beta, eps, predict, fitted)
 
@@ -943,7 +952,7 @@ def numeric_features(X, # the features (an array, a DataFrame or a sparse matrix
 @patch
 def start_builders(self:DecisionCalibratedRegressor) -> dict:
     "The candidate starts, name -> builder(fit rows, new rows) -> (n, n_samples) atoms (`start_candidates`)."
-    return start_candidates(B=self.n_samples)
+    return start_candidates(B=self.n_samples_)
 
 # %% ../nbs/85_estimators.ipynb #cdf718c8
 @patch
@@ -955,16 +964,16 @@ def _fit_first_stage(self:DecisionCalibratedRegressor, Z, Y, sample_weight, seed
     residual rows of the calibration sample (`residuals_`); a Gaussian predictive, or point predictions
     (`n_samples=0`), as they are. Segments (`groups`) are not used: the rounds patch within them."""
     self.residuals_ = self.start_ = self.start_report_ = self.start_rows_ = None
-    if Z.shape[1] != 1 or not self.n_samples: return Z
+    if Z.shape[1] != 1 or not self.n_samples_: return Z
     if Z.shape[2] > 1:
-        self.residuals_ = residual_atoms(Y - Z[:, 0, :], self.n_samples, sample_weight, seed)
+        self.residuals_ = residual_atoms(Y - Z[:, 0, :], self.n_samples_, sample_weight, seed)
         return with_residuals(Z, self.residuals_, self.kernel_)
     rows = StartRows(Z[:, 0, 0], Y[:, 0] - Z[:, 0, 0], numeric_features(X), sample_weight)
-    folds, builders = start_folds(rows, seed=seed), self.start_builders()
-    self.start_, self.start_report_ = select_start(builders, rows, folds=folds)
-    self.start_rows_ = rows
-    # the calibration rows' own starts out of fold, as a new row's: no row's residual shapes its own start
-    return in_kernel_domain(oof_atoms(self.start_, builders[self.start_], rows, folds)[:, :, None], self.kernel_)
+    # chosen by out-of-fold CRPS; the calibration rows' own starts are those out-of-fold ones, as a new row's is
+    # built without it: no row's residual shapes its own start
+    self.start_, self.start_report_, A = select_start_oof(self.start_builders(), rows, start_folds(rows, seed=seed))
+    self.start_rows_ = with_difficulty(rows) if self.start_ == 'normalized' else rows   # neighbours' sigmas, once
+    return in_kernel_domain(A[:, :, None], self.kernel_)
 
 # %% ../nbs/85_estimators.ipynb #d7b7f63a
 @patch
@@ -988,7 +997,7 @@ def kernel_atoms(self:DecisionCalibratedRegressor,
     "Where the rounds start, in the kernel's coordinates: the chosen start (`start_`), or the base model's atoms."
     _check_fitted(self)
     Xc = _check_X(self, X)
-    Z = _base_predictions(self.estimator_, Xc, self.kernel_, self.n_outputs_, self.n_samples,
+    Z = _base_predictions(self.estimator_, Xc, self.kernel_, self.n_outputs_, self.n_samples_,
                           getattr(self, 'outcome_scale_', None))
     if getattr(self, 'start_', None) is not None:
         return self.start_atoms_from(Z[:, 0, 0], numeric_features(Xc) if self.start_rows_.X is not None else None)

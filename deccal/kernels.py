@@ -14,7 +14,7 @@ from .checks import (as_points, check_positive, check_array, check_int, check_nu
                            DeccalError, DeccalTypeError)
 
 # %% auto #0
-__all__ = ['KERNELS', 'Kernel', 'Linear', 'Polynomial', 'RBF', 'Laplacian', 'MinKernel', 'min_functions_table',
+__all__ = ['KERNELS', 'Kernel', 'Linear', 'Polynomial', 'RBF', 'Laplacian', 'MinKernel', 'min_functions_table', 'count_at_most',
            'add_min_functions', 'min_functions_rows', 'ExpInner', 'FeatureMap', 'make_kernel', 'kernel_spec',
            'assert_gram_close']
 
@@ -461,6 +461,19 @@ def min_functions_table(U,   # (M,) points U_u in [0, 1]
     above = np.zeros((len(u) + 1, F.shape[0])); np.cumsum(Fo[:, ::-1].T, axis=0, out=above[1:])
     return u, below, np.ascontiguousarray(above[::-1])
 
+# %% ../nbs/01_kernels.ipynb #01367eb2
+@nb.njit(cache=True)
+def count_at_most(u,   # (M,) sorted points
+                  t,   # a number
+                 ) -> int: # the number of u <= t (a binary search)
+    "How many of the sorted points are <= t: the row of the tables that holds t."
+    lo, hi = 0, len(u)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if u[mid] <= t: lo = mid + 1
+        else: hi = mid
+    return lo
+
 # %% ../nbs/01_kernels.ipynb #e301d5e5
 @nb.njit(cache=True)
 def add_min_functions(u, below, above, # the tables of `min_functions_table`
@@ -474,11 +487,7 @@ def add_min_functions(u, below, above, # the tables of `min_functions_table`
     for i in range(n):
         for b in range(B):
             t = T[i, b]
-            lo, hi = 0, len(u)
-            while lo < hi:                                   # m = the number of u <= t
-                mid = (lo + hi) // 2
-                if u[mid] <= t: lo = mid + 1
-                else: hi = mid
+            lo = count_at_most(u, t)
             acc = 0.0
             for j in range(k): acc += coef[i, j] * (below[lo, j] + t * above[lo, j])
             out[i, b] += acc
@@ -497,11 +506,7 @@ def min_functions_rows(u, below, above, # the tables of `min_functions_table`
         for b in range(B):
             z, g = Z[i, b], GW[i, b]
             if g == 0.0: continue
-            lo, hi = 0, len(u)
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if u[mid] <= z: lo = mid + 1
-                else: hi = mid
+            lo = count_at_most(u, z)
             for t in range(k): out[i, t] += g * (below[lo, t] + z * above[lo, t])
 
 # %% ../nbs/01_kernels.ipynb #4ef8a3d4

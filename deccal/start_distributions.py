@@ -17,7 +17,8 @@ from .crossfit import fold_ids
 # %% auto #0
 __all__ = ['check_atom_weights', 'crps_atoms', 'level_quantiles', 'residual_start', 'mondrian_edges', 'mondrian_bin',
            'mondrian_start', 'normalized_start', 'knn_difficulty', 'gaussian_start', 'StartRows', 'start_candidates',
-           'check_candidates', 'start_folds', 'oof_atoms', 'oof_crps', 'crps_report', 'choose_start', 'select_start']
+           'with_difficulty', 'check_candidates', 'start_folds', 'oof_atoms', 'oof_crps', 'crps_report', 'choose_start',
+           'select_start_oof', 'select_start']
 
 # %% ../nbs/84a_start_distributions.ipynb #c0006
 @nb.njit(cache=True)
@@ -170,7 +171,7 @@ def knn_difficulty(X_fit,                 # (n, p) numeric features of the fit r
                    floor:float=0.05,      # sigma >= floor * the weighted mean |residual|
                   ) -> np.ndarray:        # (m,) sigma(x) > 0
     "sigma(x): the mean |residual| of the k nearest fit rows in standardized features, floored above 0."
-    from sklearn.neighbors import KDTree
+    from sklearn.neighbors import KDTree, NearestNeighbors
     Xf, Xn = check_array(X_fit, 'X_fit', ndim=(1, 2)), check_array(X_new, 'X_new', ndim=(1, 2))
     Xf, Xn = (Xf[:, None] if Xf.ndim == 1 else Xf), (Xn[:, None] if Xn.ndim == 1 else Xn)
     r = check_array(resid_fit, 'resid_fit', ndim=1)
@@ -187,7 +188,11 @@ def knn_difficulty(X_fit,                 # (n, p) numeric features of the fit r
     mu, sd = Xf[keep].mean(0), Xf[keep].std(0)
     sd[sd == 0] = 1.0
     kk = min(k, m)
-    ind = KDTree((Xf[keep] - mu) / sd).query((Xn - mu) / sd, k=kk + bool(leave_one_out), return_distance=False)
+    A, Q = (Xf[keep] - mu) / sd, (Xn - mu) / sd
+    if A.shape[1] <= 4: ind = KDTree(A).query(Q, k=kk + bool(leave_one_out), return_distance=False)
+    else:      # above a few features a tree searches most of its leaves: distances by BLAS, in chunks (measured 4x)
+        ind = NearestNeighbors(n_neighbors=kk + bool(leave_one_out), algorithm='brute').fit(A).kneighbors(
+            Q, return_distance=False)
     if leave_one_out:                      # drop the row itself, or the farthest if a tie hid it
         own = np.full(len(Xf), -1); own[keep] = np.arange(len(keep))
         drop = ind == own[:, None]
@@ -256,10 +261,20 @@ def start_candidates(B:int=50,          # atoms per row
     def mondrian(fit, new): return mondrian_start(fit.pred, fit.resid, new.pred, B, n_bins, min_rows, fit.sample_weight)
     def normalized(fit, new):
         Xf, Xn = (fit.pred, new.pred) if fit.X is None or new.X is None else (fit.X, new.X)
-        s_fit = knn_difficulty(Xf, fit.resid, Xf, k, leave_one_out=True, sample_weight=fit.sample_weight)
+        s_fit = fit.extra['sigma'] if 'sigma' in fit.extra else knn_difficulty(     # kept by `with_difficulty`
+            Xf, fit.resid, Xf, k, leave_one_out=True, sample_weight=fit.sample_weight)
         s_new = knn_difficulty(Xf, fit.resid, Xn, k, sample_weight=fit.sample_weight)
         return normalized_start(s_fit, fit.resid, new.pred, s_new, B, fit.sample_weight)
     return dict(residual=residual, mondrian=mondrian, normalized=normalized)
+
+# %% ../nbs/84a_start_distributions.ipynb #666cde3f
+def with_difficulty(rows:StartRows,  # the calibration rows a normalized start is built from, with residuals
+                    k:int=50,        # neighbours, as the normalized builder's
+                   ) -> StartRows:   # the same rows, with extra['sigma']: each row's leave-one-out difficulty
+    "The rows with their difficulties computed once, for a normalized start built from them for many new rows."
+    X = rows.pred if rows.X is None else rows.X
+    s = knn_difficulty(X, rows.resid, X, k, leave_one_out=True, sample_weight=rows.sample_weight)
+    return StartRows(rows.pred, rows.resid, rows.X, rows.sample_weight, {**rows.extra, 'sigma': s})
 
 # %% ../nbs/84a_start_distributions.ipynb #c0045
 def check_candidates(candidates) -> dict:
@@ -283,7 +298,14 @@ def start_folds(rows:StartRows,   # the calibration rows
     if folds is None:
         K = check_int(n_folds, 'n_folds', 2)
         if n < 2 * K: raise DeccalError('n_folds', f"{K} folds of {n} rows leave fewer than 2 rows in a fold")
-        return fold_ids(n, K, check_seed(seed))
+        seed = check_seed(seed)
+        if rows.sample_weight is None: return fold_ids(n, K, seed)
+        # rows of weight 0 are folded apart: the others get the folds they would get without them (a weight of 0 is
+        # a row left out), and the zero rows' own starts are built from the others all the same
+        pos = rows.sample_weight > 0
+        f = np.empty(n, np.int64)
+        f[pos], f[~pos] = fold_ids(int(pos.sum()), K, seed), fold_ids(int((~pos).sum()), K, seed)
+        return f
     folds = np.asarray(folds)
     check_rows(n, folds, 'folds', 'rows')
     K = int(folds.max()) + 1 if folds.dtype.kind in 'iu' and len(folds) and folds.min() >= 0 else 0
@@ -352,6 +374,24 @@ def choose_start(report:dict,              # from crps_report
     r = report[best]
     return best if best != reference and r['diff'] < -g * r['diff_se'] else reference
 
+# %% ../nbs/84a_start_distributions.ipynb #4821c5e6
+def select_start_oof(candidates:dict,          # name -> builder(fit:StartRows, new:StartRows) -> (len(new), B) atoms
+                     rows:StartRows,           # the calibration rows, with residuals (and weights, if any)
+                     folds,                    # (n,) checked folds (`start_folds`)
+                     reference:str='residual', # the plain start
+                     min_gain_se:float=1.0,    # leave the reference only for a gain beyond this many paired se
+                    ) -> tuple:                # (chosen name, crps_report's report, (n, B) its out-of-fold atoms)
+    "`select_start`, also returning the chosen start's out-of-fold atoms of the calibration rows (built once)."
+    check_candidates(candidates)
+    if reference not in candidates:
+        raise DeccalError('reference', f"{reference!r} is not a candidate ({list(candidates)})")
+    if rows.resid is None: raise DeccalError('rows', "the calibration rows need their residuals (resid)")
+    y = rows.pred + rows.resid
+    atoms = {nm: oof_atoms(nm, b, rows, folds) for nm, b in candidates.items()}
+    rep = crps_report({nm: crps_atoms(A, None, y) for nm, A in atoms.items()}, rows.sample_weight, reference)
+    name = choose_start(rep, reference, min_gain_se)
+    return name, rep, atoms[name]
+
 # %% ../nbs/84a_start_distributions.ipynb #c0051
 def select_start(candidates:dict,          # name -> builder(fit:StartRows, new:StartRows) -> (len(new), B) atoms
                  rows:StartRows,           # the calibration rows, with residuals (and weights, if any)
@@ -362,8 +402,5 @@ def select_start(candidates:dict,          # name -> builder(fit:StartRows, new:
                  folds=None,               # (n,) given folds 0..K-1 instead
                 ) -> tuple:                # (the chosen name, crps_report's report)
     "Choose a start by cross-fitted CRPS: the lowest out-of-fold mean, if it beats the reference beyond noise."
-    check_candidates(candidates)
-    if reference not in candidates:
-        raise DeccalError('reference', f"{reference!r} is not a candidate ({list(candidates)})")
-    rep = crps_report(oof_crps(candidates, rows, folds, n_folds, seed), rows.sample_weight, reference)
-    return choose_start(rep, reference, min_gain_se), rep
+    name, rep, _ = select_start_oof(candidates, rows, start_folds(rows, folds, n_folds, seed), reference, min_gain_se)
+    return name, rep

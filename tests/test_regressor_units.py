@@ -39,7 +39,7 @@ def test_default_is_min_kernel_on_the_scaled_outcome(fitted):
     assert est.kernel_ == MinKernel() and isinstance(est.outcome_scale_, OutcomeScale)
     assert est.outcome_scale_.lo < y.min() + 1 and est.outcome_scale_.hi > est.outcome_scale_.lo
     Z = est.start_atoms(X[:50])
-    assert Z.shape == (50, est.n_samples, 1)
+    assert Z.shape == (50, est.n_samples_, 1) and est.n_samples_ == int(np.sqrt(1200) / 2)   # default_n_samples
     # the atoms are in y's units: around the model's prediction, not in [0, 1]
     pred = Affine().predict(X[:50])
     assert np.abs(np.median(Z[:, :, 0], axis=1) - pred).max() < 3.0 and Z.min() < 0
