@@ -963,7 +963,7 @@ def _fit_first_stage(self:DecisionCalibratedRegressor, Z, Y, sample_weight, seed
     ones; d > 1: the point predictions plus `n_samples`
     residual rows of the calibration sample (`residuals_`); a Gaussian predictive, or point predictions
     (`n_samples=0`), as they are. Segments (`groups`) are not used: the rounds patch within them."""
-    self.residuals_ = self.start_ = self.start_report_ = self.start_rows_ = None
+    self.residuals_ = self.start_ = self.start_report_ = self.start_rows_ = self._oof_start = None
     if Z.shape[1] != 1 or not self.n_samples_: return Z
     if Z.shape[2] > 1:
         self.residuals_ = residual_atoms(Y - Z[:, 0, :], self.n_samples_, sample_weight, seed)
@@ -972,7 +972,8 @@ def _fit_first_stage(self:DecisionCalibratedRegressor, Z, Y, sample_weight, seed
     # chosen by out-of-fold CRPS; the calibration rows' own starts are then built as a new row's is, from every
     # calibration row: built out of fold they were coarser (Mondrian bins of 4/5 of the rows), and the rounds
     # learned to narrow starts that new rows do not have (the 90% intervals of the example below under-covered)
-    self.start_, self.start_report_, _ = select_start_oof(self.start_builders(), rows, start_folds(rows, seed=seed))
+    self.start_, self.start_report_, A = select_start_oof(self.start_builders(), rows, start_folds(rows, seed=seed))
+    self._oof_start = in_kernel_domain(A[:, :, None], self.kernel_)   # for the conformal scores (`_fit_output`)
     self.start_rows_ = with_difficulty(rows) if self.start_ == 'normalized' else rows   # neighbours' sigmas, once
     return self.start_atoms_from(Z[:, 0, 0], rows.X)
 
@@ -1195,12 +1196,16 @@ def cv_plus_ends(lo,            # (m, K) each new row's lower band end under eac
 @patch
 def _fit_output(self:DecisionCalibratedRegressor, start:Embedding, Y, sample_weight, groups=None):
     """The calibration rows' distributions from the fold calibrators that never saw them (the refitted calibrator's,
-    in sample, without cross-fitting): `out_of_fold_distribution_` and `calibration_outcomes_`, for intervals."""
+    in sample, without cross-fitting; with no round kept, each row's start built out of fold):
+    `out_of_fold_distribution_` and `calibration_outcomes_`, for intervals."""
     self.out_of_fold_distribution_ = self.calibration_outcomes_ = self.interval_folds_ = None
     if self.n_outputs_ != 1: return None
     cal = self.calibrator_
     Z = start.Z
-    if kept_rounds(cal) == 0: W = np.full(Z.shape[:2], 1.0 / Z.shape[1])
+    oof, self._oof_start = getattr(self, '_oof_start', None), None
+    if kept_rounds(cal) == 0:     # every calibrator returns the start: score each row by its start built without it
+        if oof is not None: Z = oof
+        W = np.full(Z.shape[:2], 1.0 / Z.shape[1])
     else:
         emb = cal.out_of_fold(start, groups) if isinstance(cal, CrossFitDeCal) else cal.transform(start, groups)
         W = project_onto_atoms(emb, self.kernel_, distance=False)[0]
