@@ -968,14 +968,19 @@ def _fit_first_stage(self:DecisionCalibratedRegressor, Z, Y, sample_weight, seed
     if Z.shape[2] > 1:
         self.residuals_ = residual_atoms(Y - Z[:, 0, :], self.n_samples_, sample_weight, seed)
         return with_residuals(Z, self.residuals_, self.kernel_)
-    rows = StartRows(Z[:, 0, 0], Y[:, 0] - Z[:, 0, 0], numeric_features(X), sample_weight)
+    every = StartRows(Z[:, 0, 0], Y[:, 0] - Z[:, 0, 0], numeric_features(X), sample_weight)
+    keep = np.arange(len(Z)) if sample_weight is None else np.flatnonzero(sample_weight > 0)
+    rows = every if len(keep) == len(Z) else every.take(keep)     # a row of weight 0 is a row left out
     # chosen by out-of-fold CRPS; the calibration rows' own starts are then built as a new row's is, from every
     # calibration row: built out of fold they were coarser (Mondrian bins of 4/5 of the rows), and the rounds
     # learned to narrow starts that new rows do not have (the 90% intervals of the example below under-covered)
     self.start_, self.start_report_, A = select_start_oof(self.start_builders(), rows, start_folds(rows, seed=seed))
-    self._oof_start = in_kernel_domain(A[:, :, None], self.kernel_)   # for the conformal scores (`_fit_output`)
     self.start_rows_ = with_difficulty(rows) if self.start_ == 'normalized' else rows   # neighbours' sigmas, once
-    return self.start_atoms_from(Z[:, 0, 0], rows.X)
+    start = self.start_atoms_from(Z[:, 0, 0], every.X)
+    oof = start.copy()                                   # for the conformal scores (`_fit_output`): out of fold
+    oof[keep] = in_kernel_domain(A[:, :, None], self.kernel_)
+    self._oof_start = oof
+    return start
 
 # %% ../nbs/85_estimators.ipynb #d7b7f63a
 @patch

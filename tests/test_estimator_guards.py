@@ -206,18 +206,11 @@ def test_weights_change_the_calibrated_predictions():
     """With rounds kept, the weighted fit is far from the unweighted one and close to the fit without the
     zero-weight rows (not to 1e-10: their atoms stay in the basis, so the auditor searches a larger space)."""
     base, X, y, w, Xt = _weighted_setup()
-    # the RBF kernel, whose basis the zero-weight rows' atoms hardly change
-    E = lambda **kw: DecisionCalibratedRegressor(base, max_rounds=2, n_folds=None, early_stopping=False, **kw)
-    mw = E(kernel='rbf').fit(X, y, sample_weight=w)
+    E = lambda: DecisionCalibratedRegressor(base, max_rounds=2, n_folds=None, early_stopping=False)
+    mw = E().fit(X, y, sample_weight=w)
     assert len(mw.calibrator_.rounds_) == 2
-    pd_, pu = E(kernel='rbf').fit(X[w > 0], y[w > 0]).predict(Xt), E(kernel='rbf').fit(X, y).predict(Xt)
-    pw = mw.predict(Xt)
+    pw, pd_, pu = mw.predict(Xt), E().fit(X[w > 0], y[w > 0]).predict(Xt), E().fit(X, y).predict(Xt)
     start = np.einsum('ibd->id', mw.start_atoms(Xt))[:, 0] / mw.start_atoms(Xt).shape[1]
     assert np.abs(pw - start).max() > 0.05                 # the calibration is not trivial
     gap_u, gap_d = np.abs(pw - pu).max(), np.abs(pw - pd_).max()
     assert gap_u > 0.05 and gap_d < 0.1 * gap_u, (gap_u, gap_d)
-    # the min kernel (the default for 1-D outcomes) moves more with them (on one machine 0.028 from the fit without
-    # them, 0.131 from the unweighted one): the weighted fit is still far nearer the fit without them
-    mw, md, mu = E().fit(X, y, sample_weight=w), E().fit(X[w > 0], y[w > 0]), E().fit(X, y)
-    gap_u, gap_d = np.abs(mw.predict(Xt) - mu.predict(Xt)).max(), np.abs(mw.predict(Xt) - md.predict(Xt)).max()
-    assert gap_u > 0.05 and gap_d < 0.5 * gap_u, (gap_u, gap_d)
