@@ -44,7 +44,7 @@ __all__ = ['SEARCH', 'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOM
            'project_simplex_floor', 'categorical_columns', 'segment_family', 'default_n_samples',
            'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf', 'outcome_scale_for',
            'kernel_losses', 'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work',
-           'check_fit_work', 'numeric_features', 'kept_rounds', 'conformal_margin', 'cv_plus_ends']
+           'check_fit_work', 'numeric_features', 'kept_rounds', 'conformity_scores', 'conformal_margin', 'cv_plus_ends']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -1157,14 +1157,21 @@ def predict(self:DecisionCalibratedRegressor,  # noqa: F811
     M = np.einsum('ib,ibd->id', W, Z)
     return M[:, 0] if self._y_1d else M
 
+# %% ../nbs/85_estimators.ipynb #01afda28
+def conformity_scores(D:AtomDistribution,  # the calibration rows' distributions, fitted without those rows
+                      y,                   # (n,) their outcomes
+                      alpha:float,         # miscoverage level, in (0, 1)
+                     ) -> np.ndarray:      # (n,) E_i, negative inside the band
+    "How far each y_i falls outside its band [Q(alpha/2), Q+(1 - alpha/2)]: max(Q(alpha/2) - y_i, y_i - Q+(...))."
+    return np.maximum(D.quantiles(alpha / 2) - y, y - D.quantiles(1 - alpha / 2, right=True))
+
 # %% ../nbs/85_estimators.ipynb #b19fe200
 def conformal_margin(D:AtomDistribution,  # the calibration rows' distributions, fitted without those rows
                      y,                   # (n,) their outcomes
                      alpha:float,         # miscoverage level, in (0, 1)
                     ) -> float:           # q_hat: the band [Q(alpha/2) - q_hat, Q+(1 - alpha/2) + q_hat]
     "The conformalized-quantile margin: the ceil((1 - alpha)(n + 1))-th smallest score (inf when n is too small)."
-    lo, hi = D.quantiles(alpha / 2), D.quantiles(1 - alpha / 2, right=True)
-    E = np.sort(np.maximum(lo - y, y - hi))
+    E = np.sort(conformity_scores(D, y, alpha))
     k = int(np.ceil((1 - alpha) * (len(E) + 1)))
     return float(E[k - 1]) if k <= len(E) else np.inf
 
@@ -1245,7 +1252,7 @@ def predict_interval(self:DecisionCalibratedRegressor,
         q = conformal_margin(D0, y0, alpha)
         D = self.predict_distribution(X)
         return np.stack([D.quantiles(alpha / 2) - q, D.quantiles(1 - alpha / 2, right=True) + q], axis=1)
-    E = np.maximum(D0.quantiles(alpha / 2) - y0, y0 - D0.quantiles(1 - alpha / 2, right=True))
+    E = conformity_scores(D0, y0, alpha)
     Z, G = self.kernel_atoms(X), self.segments_membership(X)
     Zy = self.to_outcome(Z)[:, :, 0]
     ends = [AtomDistribution(Zy, self.weights_under(m, Z, G)) for m in self.calibrator_.fold_members_]
