@@ -147,8 +147,9 @@ def evaluate(self:Embedding, kernel:Kernel,
     U = kernel.check(U, 'U')
     n, B, d = self.Z.shape
     M, mU = self.V.shape[0], len(U)
-    if isinstance(kernel, MinKernel) and B and not M and 0 < mU * mU <= MIN_TABLE_ENTRIES:
-        return self.evaluate_functions(kernel, U, np.eye(mU))      # p(u) as the functions phi(u): tables, no block
+    if isinstance(kernel, MinKernel) and B and not M and 0 < mU * mU <= MIN_TABLE_ENTRIES and mU <= n * B:
+        # p(u) as the functions phi(u): tables, no block (their O(m^2) build pays off when the atoms outnumber U)
+        return self.evaluate_functions(kernel, U, np.eye(mU))
     out = None
     if M:
         cols = row_blocks(mU, 8.0 * M)                  # columns of the (M, m) kernel block of the shared atoms

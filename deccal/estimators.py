@@ -44,7 +44,8 @@ __all__ = ['SEARCH', 'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOM
            'project_simplex_floor', 'categorical_columns', 'segment_family', 'default_n_samples',
            'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf', 'outcome_scale_for',
            'kernel_losses', 'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work',
-           'check_fit_work', 'numeric_features', 'kept_rounds', 'conformity_scores', 'conformal_margin', 'cv_plus_ends']
+           'check_fit_work', 'numeric_features', 'start_inputs', 'model_start', 'kept_rounds', 'conformity_scores',
+           'conformal_margin', 'cv_plus_ends']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -657,8 +658,8 @@ class DecisionCalibratedRegressor(RegressorMixin, _DecisionCalibratedBase):
         method:str='dimfree',            # 'dimfree' (Algorithm 1, line-search step) or 'zhao' (regularized Zhao et al.)
         cv=5,                            # folds for the out-of-fold predictions (unused with FrozenEstimator)
         # atoms of each row's start distribution (None: sqrt(n) / 2 for n calibration rows, within [16, 64],
-        # `default_n_samples`): for 1-D outcomes the chosen start's quantiles; with a predict(X, return_std=True),
-        # this many quantiles of the Gaussian predictive; for d > 1 this many residual rows (0: point predictions)
+        # `default_n_samples`): for 1-D outcomes the candidate starts' quantiles (with a predict(X, return_std=True)
+        # the Gaussian predictive's is one); for d > 1 this many residual rows (0: point predictions)
         n_samples:int=None,
         max_rounds:int=50,               # cap on the calibrator's rounds
         early_stopping:bool=True,        # stop on held-out square loss (validation_fraction of the calibration sample)
@@ -948,27 +949,47 @@ def numeric_features(X, # the features (an array, a DataFrame or a sparse matrix
     if A.ndim != 2 or not 0 < A.shape[1] <= MAX_KNN_FEATURES or not np.isfinite(A).all(): return None
     return A
 
+# %% ../nbs/85_estimators.ipynb #12a9cd16
+def start_inputs(Z, # (n, B, 1) the base model's atoms in the kernel's coordinates: a point (B = 1) or its predictive
+                ) -> tuple: # ((n,) the point prediction, extra: {'model': (n, B) the predictive} or {})
+    "The point the candidate starts are built around, and the model's own predictive when it gives one."
+    if Z.shape[1] == 1: return Z[:, 0, 0], {}
+    return Z[:, :, 0].mean(1), {'model': Z[:, :, 0]}
+
+# %% ../nbs/85_estimators.ipynb #24d6c37a
+def model_start(fit:StartRows,  # the calibration rows (not read: the model's predictive needs none)
+                new:StartRows,  # the rows to build for, with extra['model'] their predictive atoms
+               ) -> np.ndarray: # (len(new), B) the model's own predictive atoms
+    "The start builder of the model's own predictive distribution (`start_inputs`)."
+    return new.extra['model']
+
 # %% ../nbs/85_estimators.ipynb #5c032da9
 @patch
 def start_builders(self:DecisionCalibratedRegressor) -> dict:
-    "The candidate starts, name -> builder(fit rows, new rows) -> (n, n_samples) atoms (`start_candidates`)."
-    return start_candidates(B=self.n_samples_)
+    """The candidate starts, name -> builder(fit rows, new rows) -> (n, n_samples) atoms: `start_candidates`, and
+    the model's own predictive (`model_start`) when the fit found one (`start_candidates_`)."""
+    b = start_candidates(B=self.n_samples_)
+    if 'model' in getattr(self, 'start_candidates_', ()): b['model'] = model_start
+    return b
 
 # %% ../nbs/85_estimators.ipynb #cdf718c8
 @patch
 def _fit_first_stage(self:DecisionCalibratedRegressor, Z, Y, sample_weight, seed:int, groups=None,
                      X=None) -> np.ndarray:
-    """The start of the rounds. 1-D outcomes and point predictions: the start `select_start` chooses by
-    out-of-fold CRPS (`start_`, `start_report_`, `start_rows_`), built for the calibration rows as for new
-    ones; d > 1: the point predictions plus `n_samples`
-    residual rows of the calibration sample (`residuals_`); a Gaussian predictive, or point predictions
-    (`n_samples=0`), as they are. Segments (`groups`) are not used: the rounds patch within them."""
+    """The start of the rounds. 1-D outcomes: the start `select_start` chooses by out-of-fold CRPS among
+    `start_candidates_` (`start_`, `start_report_`, `start_rows_`), built for the calibration rows as for new
+    ones; d > 1: the point predictions plus `n_samples` residual rows of the calibration sample (`residuals_`);
+    point predictions with `n_samples=0` as they are. Segments (`groups`) are not used: the rounds patch within
+    them."""
     self.residuals_ = self.start_ = self.start_report_ = self.start_rows_ = self._oof_start = None
-    if Z.shape[1] != 1 or not self.n_samples_: return Z
+    self.start_candidates_ = ()
+    if not self.n_samples_: return Z
     if Z.shape[2] > 1:
         self.residuals_ = residual_atoms(Y - Z[:, 0, :], self.n_samples_, sample_weight, seed)
         return with_residuals(Z, self.residuals_, self.kernel_)
-    every = StartRows(Z[:, 0, 0], Y[:, 0] - Z[:, 0, 0], numeric_features(X), sample_weight)
+    pred, extra = start_inputs(Z)
+    self.start_candidates_ = (*start_candidates(), *extra)
+    every = StartRows(pred, Y[:, 0] - pred, numeric_features(X), sample_weight, extra)
     keep = np.arange(len(Z)) if sample_weight is None else np.flatnonzero(sample_weight > 0)
     rows = every if len(keep) == len(Z) else every.take(keep)     # a row of weight 0 is a row left out
     # chosen by out-of-fold CRPS; the calibration rows' own starts are then built as a new row's is, from every
@@ -976,7 +997,7 @@ def _fit_first_stage(self:DecisionCalibratedRegressor, Z, Y, sample_weight, seed
     # learned to narrow starts that new rows do not have (the 90% intervals of the example below under-covered)
     self.start_, self.start_report_, A = select_start_oof(self.start_builders(), rows, start_folds(rows, seed=seed))
     self.start_rows_ = with_difficulty(rows) if self.start_ == 'normalized' else rows   # neighbours' sigmas, once
-    start = self.start_atoms_from(Z[:, 0, 0], every.X)
+    start = self.start_atoms_from(pred, every.X, extra.get('model'))
     oof = start.copy()                                   # for the conformal scores (`_fit_output`): out of fold
     oof[keep] = in_kernel_domain(A[:, :, None], self.kernel_)
     self._oof_start = oof
@@ -987,9 +1008,11 @@ def _fit_first_stage(self:DecisionCalibratedRegressor, Z, Y, sample_weight, seed
 def start_atoms_from(self:DecisionCalibratedRegressor,
                      pred,        # (n,) point predictions in the kernel's coordinates
                      X_num=None,  # (n, p) their numeric features (`numeric_features`), or None
+                     model=None,  # (n, n_samples) the model's own predictive atoms (`start_inputs`), or None
                     ) -> np.ndarray: # (n, n_samples, 1) atoms of the chosen start, in the kernel's domain
     "The chosen start (`start_`) for rows with these predictions, built from the calibration rows `start_rows_`."
-    A = self.start_builders()[self.start_](self.start_rows_, StartRows(pred, X=X_num))
+    new = StartRows(pred, X=X_num, extra={} if model is None else {'model': model})
+    A = self.start_builders()[self.start_](self.start_rows_, new)
     return in_kernel_domain(A[:, :, None], self.kernel_)
 
 # %% ../nbs/85_estimators.ipynb #a791a0f1
@@ -1007,7 +1030,9 @@ def kernel_atoms(self:DecisionCalibratedRegressor,
     Z = _base_predictions(self.estimator_, Xc, self.kernel_, self.n_outputs_, self.n_samples_,
                           getattr(self, 'outcome_scale_', None))
     if getattr(self, 'start_', None) is not None:
-        return self.start_atoms_from(Z[:, 0, 0], numeric_features(Xc) if self.start_rows_.X is not None else None)
+        pred, extra = start_inputs(Z)
+        X_num = numeric_features(Xc) if self.start_rows_.X is not None else None
+        return self.start_atoms_from(pred, X_num, extra.get('model'))
     res = getattr(self, 'residuals_', None)
     return Z if res is None else with_residuals(Z, res, self.kernel_)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import numba as nb
 import numpy as np
+from scipy.spatial import cKDTree
 from scipy.stats import norm
 from .checks import (DeccalError, DeccalTypeError, check_array, check_int, check_number, check_rows,
                            check_sample_weight, check_seed)
@@ -15,10 +16,10 @@ from .rows import mean_se
 from .crossfit import fold_ids
 
 # %% auto #0
-__all__ = ['check_atom_weights', 'crps_atoms', 'level_quantiles', 'residual_start', 'mondrian_edges', 'mondrian_bin',
-           'mondrian_start', 'normalized_start', 'knn_difficulty', 'gaussian_start', 'StartRows', 'start_candidates',
-           'with_difficulty', 'check_candidates', 'start_folds', 'oof_atoms', 'oof_crps', 'crps_report', 'choose_start',
-           'select_start_oof', 'select_start']
+__all__ = ['KNN_EXACT_MAX', 'KNN_EPS', 'check_atom_weights', 'crps_atoms', 'level_quantiles', 'residual_start', 'mondrian_edges',
+           'mondrian_bin', 'mondrian_start', 'normalized_start', 'knn_difficulty', 'gaussian_start', 'StartRows',
+           'start_candidates', 'with_difficulty', 'check_candidates', 'start_folds', 'oof_atoms', 'oof_crps',
+           'crps_report', 'choose_start', 'select_start_oof', 'select_start']
 
 # %% ../nbs/84a_start_distributions.ipynb #c0006
 @nb.njit(cache=True)
@@ -160,6 +161,10 @@ def normalized_start(difficulty_cal,      # (n,) sigma(x_i) > 0 of the calibrati
         if not (a > 0).all(): raise DeccalError(nm, f"must be > 0 (the smallest is {a.min():g})")
     return q[:, None] + t[:, None] * level_quantiles(r / s, B, sample_weight, 'resid_cal')[None, :]
 
+# %% ../nbs/84a_start_distributions.ipynb #dc313814
+KNN_EXACT_MAX = 4   # knn_difficulty: exact neighbours up to this many features
+KNN_EPS = 0.5       # above: neighbours within (1 + KNN_EPS) of the true k-th distance
+
 # %% ../nbs/84a_start_distributions.ipynb #c0032
 def knn_difficulty(X_fit,                 # (n, p) numeric features of the fit rows, or (n,) for one
                    resid_fit,             # (n,) their residuals
@@ -169,15 +174,18 @@ def knn_difficulty(X_fit,                 # (n, p) numeric features of the fit r
                    leave_one_out:bool=False, # X_new is X_fit: leave each row's own residual out
                    sample_weight=None,    # (n,) weights of the fit rows (0: not a neighbour), or None
                    floor:float=0.05,      # sigma >= floor * the weighted mean |residual|
+                   eps:float=None,        # approximate neighbours, each within (1 + eps) of the true k-th distance
+                                          # (None: exact up to KNN_EXACT_MAX features, KNN_EPS above)
                   ) -> np.ndarray:        # (m,) sigma(x) > 0
     "sigma(x): the mean |residual| of the k nearest fit rows in standardized features, floored above 0."
-    from sklearn.neighbors import KDTree, NearestNeighbors
     Xf, Xn = check_array(X_fit, 'X_fit', ndim=(1, 2)), check_array(X_new, 'X_new', ndim=(1, 2))
     Xf, Xn = (Xf[:, None] if Xf.ndim == 1 else Xf), (Xn[:, None] if Xn.ndim == 1 else Xn)
     r = check_array(resid_fit, 'resid_fit', ndim=1)
     check_rows(len(Xf), r, 'resid_fit', 'X_fit')
     if Xn.shape[1] != Xf.shape[1]: raise DeccalError('X_new', f"has {Xn.shape[1]} columns but X_fit has {Xf.shape[1]}")
     k, floor = check_int(k, 'k', 1), check_number(floor, 'floor', 0.0, 1.0, lo_closed=True, hi_closed=True)
+    eps = (0.0 if Xf.shape[1] <= KNN_EXACT_MAX else KNN_EPS) if eps is None else check_number(
+        eps, 'eps', 0.0, lo_closed=True)
     w = check_sample_weight(sample_weight, len(Xf), 'X_fit')
     if leave_one_out and not np.array_equal(Xn, Xf):
         raise DeccalError('X_new', "with leave_one_out=True, X_new must be X_fit (each row's own residual is left out)")
@@ -189,10 +197,7 @@ def knn_difficulty(X_fit,                 # (n, p) numeric features of the fit r
     sd[sd == 0] = 1.0
     kk = min(k, m)
     A, Q = (Xf[keep] - mu) / sd, (Xn - mu) / sd
-    if A.shape[1] <= 4: ind = KDTree(A).query(Q, k=kk + bool(leave_one_out), return_distance=False)
-    else:      # above a few features a tree searches most of its leaves: distances by BLAS, in chunks (measured 4x)
-        ind = NearestNeighbors(n_neighbors=kk + bool(leave_one_out), algorithm='brute').fit(A).kneighbors(
-            Q, return_distance=False)
+    ind = cKDTree(A).query(Q, k=kk + bool(leave_one_out), eps=eps, workers=-1)[1].reshape(len(Q), -1)
     if leave_one_out:                      # drop the row itself, or the farthest if a tie hid it
         own = np.full(len(Xf), -1); own[keep] = np.arange(len(keep))
         drop = ind == own[:, None]
