@@ -17,7 +17,8 @@ from .params import Estimator
 from .dimfree import DimFreeDeCal, group_memberships
 
 # %% auto #0
-__all__ = ['mean_embedding', 'mean_factored', 'check_calibrator', 'CrossFitDeCal', 'fold_losses', 'fold_ids', 'fold_predictions']
+__all__ = ['mean_embedding', 'mean_factored', 'check_calibrator', 'CrossFitDeCal', 'fold_losses', 'fold_ids', 'fold_parts',
+           'fold_predictions']
 
 # %% ../nbs/09d_crossfit.ipynb #03578372
 def mean_embedding(preds:list, # Embeddings of the same predictions' own atoms (Z, W), e.g. transforms of one pred
@@ -103,6 +104,18 @@ def fold_ids(n:int,       # rows
     f[np.random.default_rng([seed, 7]).permutation(n)] = np.arange(n) % K
     return f
 
+# %% ../nbs/09d_crossfit.ipynb #ca57f295
+def fold_parts(members:list,     # the fold calibrators: members[k] never saw the rows of fold k
+               folds:np.ndarray, # (n,) each row's fold, 0..K-1
+               pred:Embedding,   # the base predictions of the n rows
+               groups=None,      # (n, K) the rows' memberships, if the calibrators were fitted with groups
+              ):                 # yields (rows of fold k, those rows transformed by members[k]), k = 0..K-1
+    """The out-of-fold predictions fold by fold: a caller that reduces each fold's rows (to atom weights, losses)
+    never holds the union of every fold's shared atoms, as the concatenation does."""
+    for k, m in enumerate(members):
+        i = np.flatnonzero(folds == k)
+        yield i, m.transform(pred[i], rows_of(groups, i))
+
 # %% ../nbs/09d_crossfit.ipynb #07012091
 def fold_predictions(members:list,     # the fold calibrators: members[k] never saw the rows of fold k
                      folds:np.ndarray, # (n,) each row's fold, 0..K-1
@@ -110,9 +123,8 @@ def fold_predictions(members:list,     # the fold calibrators: members[k] never 
                      groups=None,      # (n, K) the rows' memberships, if the calibrators were fitted with groups
                     ) -> Embedding:    # the n rows, each calibrated by the member that never saw it, in row order
     "Out-of-fold predictions: row i transformed by members[folds[i]]."
-    idx = [np.flatnonzero(folds == k) for k in range(len(members))]
-    out = Embedding.concat(*[m.transform(pred[i], rows_of(groups, i)) for m, i in zip(members, idx)])
-    return out[np.argsort(np.concatenate(idx), kind='stable')]
+    idx, parts = zip(*fold_parts(members, folds, pred, groups))
+    return Embedding.concat(*parts)[np.argsort(np.concatenate(idx), kind='stable')]
 
 # %% ../nbs/09d_crossfit.ipynb #c963ae29
 @patch
@@ -217,6 +229,31 @@ def transform(self:CrossFitDeCal,
     n2 = pred.sq_norms(self.members_[0].params_['kernel']) if once else None
     return mean_embedding([m.transform(pred, G, sq_norms=n2) for m in self.members_])
 
+# %% ../nbs/09d_crossfit.ipynb #d9b6e0c0
+@patch
+def out_of_fold_groups(self:CrossFitDeCal,
+                       pred:Embedding, # the base predictions `fit` was given
+                       groups=None,    # the group memberships `fit` was given, if any
+                       features=None,  # or the features, if `fit` was given a `Groups` definition
+                      ) -> np.ndarray | None: # (n, K) the memberships the fold calibrators read, or None
+    "Check that `pred` holds the rows `fit` was given; the rows' group memberships, as the fold calibrators read them."
+    if not hasattr(self, 'members_'):
+        raise NotFittedError(type(self).__name__, "this calibrator is not fitted yet: call fit(pred, Y) first")
+    if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
+    if pred.n != len(self.folds_):
+        raise DeccalError('pred', f"has {pred.n} rows but the calibrator was fitted on {len(self.folds_)}")
+    return self.fold_members_[0].given_groups(groups, features, pred.n)
+
+# %% ../nbs/09d_crossfit.ipynb #6d4f5087
+@patch
+def out_of_fold_parts(self:CrossFitDeCal,
+                      pred:Embedding, # the base predictions `fit` was given
+                      groups=None,    # the group memberships `fit` was given, if any
+                      features=None,  # or the features, if `fit` was given a `Groups` definition
+                     ):               # yields (rows of fold k, those rows calibrated by fold k's calibrator)
+    "`out_of_fold` fold by fold (`fold_parts`), for a caller that reduces each fold's rows."
+    return fold_parts(self.fold_members_, self.folds_, pred, self.out_of_fold_groups(pred, groups, features))
+
 # %% ../nbs/09d_crossfit.ipynb #953d5b62
 @patch
 def out_of_fold(self:CrossFitDeCal,
@@ -225,10 +262,4 @@ def out_of_fold(self:CrossFitDeCal,
                 features=None,  # or the features, if `fit` was given a `Groups` definition
                ) -> Embedding:
     "Each row calibrated by the fold calibrator that never saw it (cut at `best_round_`): honest in-sample predictions."
-    if not hasattr(self, 'members_'):
-        raise NotFittedError(type(self).__name__, "this calibrator is not fitted yet: call fit(pred, Y) first")
-    if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
-    if pred.n != len(self.folds_):
-        raise DeccalError('pred', f"has {pred.n} rows but the calibrator was fitted on {len(self.folds_)}")
-    G = self.fold_members_[0].given_groups(groups, features, pred.n)
-    return fold_predictions(self.fold_members_, self.folds_, pred, G)
+    return fold_predictions(self.fold_members_, self.folds_, pred, self.out_of_fold_groups(pred, groups, features))

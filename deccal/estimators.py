@@ -34,7 +34,8 @@ from .audit import explicit_predictions
 from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
 from .crossfit import CrossFitDeCal
-from .start_distributions import StartRows, start_candidates, select_start_oof, start_folds, with_difficulty
+from .start_distributions import (StartRows, level_quantiles, start_candidates, select_start_oof, start_folds,
+                                        with_difficulty)
 from .metrics import segment_gaps
 from .groups import Groups, FeatureTable, column_kind, tree_groups
 
@@ -852,11 +853,7 @@ def residual_atoms(R,              # (n, d) residuals y_i - yhat(x_i) of the cal
     "B residuals: weighted quantiles at levels (k + 1/2) / B for d = 1; B rows drawn without replacement for d > 1."
     n, d = R.shape
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, float)
-    if d == 1:
-        o = np.argsort(R[:, 0], kind='stable')
-        cw = np.cumsum(w[o]) / w.sum()
-        levels = (np.arange(B) + 0.5) / B
-        return R[o[np.minimum(np.searchsorted(cw, levels), n - 1)]]
+    if d == 1: return level_quantiles(R[:, 0], B, w, 'y')[:, None]
     keep = np.flatnonzero(w > 0)
     idx = np.random.default_rng([seed, 11]).choice(keep, min(B, len(keep)), replace=False, p=w[keep] / w[keep].sum())
     return R[np.sort(idx)]
@@ -1244,8 +1241,11 @@ def _fit_output(self:DecisionCalibratedRegressor, start:Embedding, Y, sample_wei
         if oof is not None: Z = oof
         W = np.full(Z.shape[:2], 1.0 / Z.shape[1])
     else:
-        emb = cal.out_of_fold(start, groups) if isinstance(cal, CrossFitDeCal) else cal.transform(start, groups)
-        W = project_onto_atoms(emb, self.kernel_, distance=False)[0]
+        # fold by fold: the concatenation of the folds' outputs holds every fold's shared atoms in every row
+        parts = (cal.out_of_fold_parts(start, groups) if isinstance(cal, CrossFitDeCal)
+                 else [(slice(None), cal.transform(start, groups))])
+        W = np.empty(Z.shape[:2])
+        for rows, emb in parts: W[rows] = project_onto_atoms(emb, self.kernel_, distance=False)[0]
     self.out_of_fold_distribution_ = AtomDistribution(self.to_outcome(Z)[:, :, 0], W)
     self.calibration_outcomes_ = self.to_outcome(Y)[:, 0]
     if kept_rounds(cal) and isinstance(cal, CrossFitDeCal) and cal.members_ is cal.fold_members_:
