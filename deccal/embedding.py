@@ -12,7 +12,7 @@ from .kernels import Kernel, MinKernel, min_functions_table, add_min_functions, 
 from .losses import Loss
 
 # %% auto #0
-__all__ = ['MIN_TABLE_ENTRIES', 'Embedding', 'FactoredEmbedding']
+__all__ = ['MIN_TABLE_ENTRIES', 'Embedding', 'min_sq_norms', 'FactoredEmbedding']
 
 # %% ../nbs/03_embedding.ipynb #38071c0f
 _MAX_WEIGHT = 1e30   # largest |weight| accepted: squared, times two weights and a kernel value up to 1e150,
@@ -283,6 +283,16 @@ def evaluate_functions(self:Embedding, kernel:Kernel,
         out += self.evaluate(kernel, U[j0:j1]) @ F[:, j0:j1].T
     return out
 
+# %% ../nbs/03_embedding.ipynb #e9afb866
+def min_sq_norms(Z,  # (n, B) atoms in [0, 1]
+                 G,  # (n, B) their weights (any sign)
+                ) -> np.ndarray: # (n,) sum_jk G_ij G_ik min(Z_ij, Z_ik)
+    "||sum_j G_ij phi(Z_ij)||^2 in the min kernel's RKHS: sorted, sum_j g_j z_j (g_j + 2 sum_{k>j} g_k), O(B log B)."
+    o = np.argsort(Z, axis=1, kind='stable')
+    z, g = np.take_along_axis(Z, o, 1), np.take_along_axis(G, o, 1)
+    after = np.cumsum(g[:, ::-1], axis=1)[:, ::-1] - g         # sum of the weights of the larger atoms
+    return (g * z * (g + 2 * after)).sum(1)
+
 # %% ../nbs/03_embedding.ipynb #73ca46c6
 @patch
 def sq_norms(self:Embedding, kernel:Kernel) -> np.ndarray:
@@ -295,7 +305,9 @@ def sq_norms(self:Embedding, kernel:Kernel) -> np.ndarray:
         out += ((self.theta @ KV) * self.theta).sum(1)   # one BLAS product: O(n M^2 / cores), not a triple loop
     M = self.V.shape[0]
     per_row = 8.0 * B * (B * (2 * d + 1) + M)
-    if B and per_row <= checks.MEMORY_BUDGET:
+    if isinstance(kernel, MinKernel) and B and not M:       # sorted atoms: O(B log B) a row, no B x B block
+        out += min_sq_norms(self.Z[:, :, 0], self.gamma[:, None] * self.W)
+    elif B and per_row <= checks.MEMORY_BUDGET:
         # blocks of predictions: the B x B kernel values of each, as pairs, and their B x M against V
         for i0, i1 in row_blocks(n, per_row):
             Zb, m = self.Z[i0:i1], i1 - i0
