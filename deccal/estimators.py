@@ -42,7 +42,7 @@ from .groups import Groups, FeatureTable, column_kind, tree_groups
 # %% auto #0
 __all__ = ['SEARCH', 'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS',
            'MAX_KNN_FEATURES', 'calibrator_for', 'check_frozen_fitted', 'DecisionCalibratedClassifier',
-           'project_simplex_floor', 'categorical_columns', 'segment_family', 'default_n_samples',
+           'project_simplex_floor', 'categorical_columns', 'segment_family', 'with_absent_classes', 'default_n_samples',
            'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf', 'outcome_scale_for',
            'kernel_losses', 'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work',
            'check_fit_work', 'numeric_features', 'start_inputs', 'model_start', 'kept_rounds', 'conformity_scores',
@@ -335,6 +335,9 @@ def _target(self:DecisionCalibratedClassifier, est, y) -> _Target:
         raise DeccalError('y', f"labels {np.unique(y[~np.isin(y, classes)])[:5].tolist()} are not among the frozen "
                                f"estimator's classes {classes.tolist()}")
     if len(classes) < 2: raise DeccalError('y', f"needs at least 2 classes, got 1 class ({classes[0]!r})")
+    if frozen and len(np.unique(y)) < 2:
+        raise DeccalError('y', f"has rows of one class only ({np.unique(y).tolist()[0]!r}) of the estimator's {len(classes)}: "
+                               "calibration needs rows of at least 2 classes")
     C = len(classes)
     _, A, R1, beta, eps = _defaults(C, self.costs, self.n_actions, self.beta, self.R1, self.eps)
     order = np.argsort(classes, kind='stable')
@@ -506,6 +509,20 @@ def vectors_from(self:DecisionCalibratedClassifier,
         V[i0:i1] = explicit_predictions(self.calibrator_.transform(self._embed(P1[i0:i1]), g), Linear())
     return V
 
+# %% ../nbs/85_estimators.ipynb #d8e99c05
+def with_absent_classes(V,       # (n, C) calibrated vectors
+                        P0,      # (n, C) the base model's probabilities
+                        absent,  # (k,) column indices of the classes the calibration rows never showed
+                       ) -> np.ndarray: # (n, C): the absent columns from P0, the others rescaled to the rest
+    "The absent classes' entries are the model's; the others are scaled to sum to 1 minus the model's absent mass."
+    if not len(absent): return V
+    present = np.setdiff1d(np.arange(V.shape[1]), absent)
+    out = np.empty_like(V)
+    out[:, absent] = P0[:, absent]
+    s = V[:, present].sum(1)
+    out[:, present] = V[:, present] * ((1 - P0[:, absent].sum(1)) / np.where(s > 1e-12, s, 1e-12))[:, None]
+    return out
+
 # %% ../nbs/85_estimators.ipynb #4f8822b1
 @patch
 def calibrated_vectors(self:DecisionCalibratedClassifier,
@@ -513,7 +530,9 @@ def calibrated_vectors(self:DecisionCalibratedClassifier,
                       ) -> np.ndarray: # (n, C) in R^C: entries may leave [0, 1], rows may not sum to 1
     "The calibrated predictions (after `first_stage_`, if any) as vectors of R^C, in the order of `classes_`."
     G = self.segments_membership(X)                              # read once, for both steps
-    return self.vectors_from(self.start_probabilities(X, G), G)
+    V = self.vectors_from(self.start_probabilities(X, G), G)
+    absent = getattr(self, 'absent_columns_', np.zeros(0, int))
+    return with_absent_classes(V, self.base_probabilities(X), absent) if len(absent) else V
 
 # %% ../nbs/85_estimators.ipynb #ac213d78
 @patch
@@ -538,6 +557,15 @@ def _fit_output(self:DecisionCalibratedClassifier, start:Embedding, Y, sample_we
     segments only; None without)."""
     cal = self.calibrator_
     self.proba_floor_ = PROBA_FLOORS[0]
+    shown = (Y if sample_weight is None else Y * (np.asarray(sample_weight) > 0)[:, None]).any(0)
+    self.absent_columns_ = np.flatnonzero(~shown)               # `calibrated_vectors` keeps the model's there
+    self.absent_classes_ = self.classes_[self.absent_columns_]
+    if len(self.absent_columns_):
+        if shown.sum() < 2:
+            raise DeccalError('y', f"has rows (of positive weight) of one class only, {self.classes_[shown].tolist()[0]!r}, of "
+                                   f"the estimator's {len(shown)}: calibration needs rows of at least 2 classes")
+        warnings.warn(f"y: no calibration row (of positive weight) of class(es) {self.absent_classes_.tolist()}: their "
+                      "probabilities are the model's, the other classes share the rest", UserWarning, stacklevel=4)
     if not isinstance(cal, CrossFitDeCal): return None if groups is None else cal.transform(start, groups)
     after = cal.out_of_fold(start, groups) if cal.best_round_ else start
     V = explicit_predictions(after, Linear())
