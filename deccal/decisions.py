@@ -14,7 +14,7 @@ from .embedding import Embedding
 
 # %% auto #0
 __all__ = ['quantal_response', 'best_response', 'decision_rule', 'check_pair', 'gap_function', 'decision_calibration_error',
-           'cost_stack', 'cost_gap_rows', 'cost_matrix_gaps', 'expected_loss', 'no_type_regret']
+           'cost_stack', 'cost_gap_rows', 'cost_matrix_gaps', 'cost_paid_rows', 'expected_loss', 'no_type_regret']
 
 # %% ../nbs/04_decisions.ipynb #92383e2e
 @nb.njit(cache=True)
@@ -150,6 +150,15 @@ def cost_matrix_gaps(P,                   # (n, C) predictions: probabilities, o
     for k0, k1 in row_blocks(len(R), 8.0 * 4 * n * R.shape[1]):   # a few (block, n, A) arrays at a time
         out[k0:k1] = np.abs(cost_gap_rows(P, codes, R[k0:k1], beta) @ w)
     return out
+
+# %% ../nbs/04_decisions.ipynb #82f1e086
+def cost_paid_rows(P:np.ndarray,     # (n, C) predictions, checked
+                   codes:np.ndarray, # (n,) each row's class, 0..C-1, checked
+                   R:np.ndarray,     # (K, A, C) cost matrices, checked
+                  ) -> np.ndarray:   # (K, n): per matrix and row, the cost paid for the best response
+    "Per cost matrix R[k] and row i: R[k, a_i, y_i], a_i the action of least promised cost <R[k, a], P_i>."
+    a = (P @ R.transpose(0, 2, 1)).argmin(2)        # (K, n), the lowest index on ties
+    return R[np.arange(len(R))[:, None], a, codes[None, :]]
 
 # %% ../nbs/04_decisions.ipynb #b1270ad3
 def expected_loss(pred:Embedding, Y, loss:Loss, rule_loss:Loss, beta:float=None) -> float:

