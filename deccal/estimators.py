@@ -332,8 +332,9 @@ def _target(self:DecisionCalibratedClassifier, est, y) -> _Target:
                                f"estimator's classes {classes.tolist()}")
     if len(classes) < 2: raise DeccalError('y', f"needs at least 2 classes, got 1 class ({classes[0]!r})")
     if frozen and len(np.unique(y)) < 2:
-        raise DeccalError('y', f"has rows of one class only ({np.unique(y).tolist()[0]!r}) of the estimator's {len(classes)}: "
-                               "calibration needs rows of at least 2 classes")
+        only = np.unique(y).tolist()[0]
+        raise DeccalError('y', f"has rows of one class only ({only!r}) of the estimator's {len(classes)}: calibration "
+                               "needs rows of at least 2 classes")
     C = len(classes)
     _, A, R1, beta, eps = _defaults(C, self.costs, self.n_actions, self.beta, self.R1, self.eps)
     order = np.argsort(classes, kind='stable')
@@ -555,8 +556,9 @@ def _fit_output(self:DecisionCalibratedClassifier, start:Embedding, Y, sample_we
     self.absent_classes_ = self.classes_[self.absent_columns_]
     if len(self.absent_columns_):
         if shown.sum() < 2:
-            raise DeccalError('y', f"has rows (of positive weight) of one class only, {self.classes_[shown].tolist()[0]!r}, of "
-                                   f"the estimator's {len(shown)}: calibration needs rows of at least 2 classes")
+            only = self.classes_[shown].tolist()[0]
+            raise DeccalError('y', f"has rows (of positive weight) of one class only, {only!r}, of the estimator's "
+                                   f"{len(shown)}: calibration needs rows of at least 2 classes")
         warnings.warn(f"y: no calibration row (of positive weight) of class(es) {self.absent_classes_.tolist()}: their "
                       "probabilities are the model's, the other classes share the rest", UserWarning, stacklevel=4)
     if not isinstance(cal, CrossFitDeCal): return None if groups is None else cal.transform(start, groups)
