@@ -321,3 +321,19 @@ def test_regressor_distributions():
     grid = np.linspace(0, 1, 11)
     F = r.predict_distribution(X[600:]).cdf(np.broadcast_to(grid, (100, 11)))
     assert (np.diff(F, axis=1) >= 0).all() and F.min() >= 0 and F.max() <= 1 + 1e-12
+
+
+def test_class_with_zero_weight_keeps_the_model_probability():
+    "A class shown only by rows of weight 0 is absent: its probability is the frozen model's, the rest rescaled."
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(900, 4)); y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 1).astype(int)
+    model = FrozenEstimator(GaussianNB().fit(X[:300], y[:300]))
+    w = (y[300:] != 2).astype(float)
+    with pytest.warns(UserWarning, match=r'class\(es\) \[2\]'):
+        est = DecisionCalibratedClassifier(model).fit(X[300:], y[300:], sample_weight=w)
+    assert est.absent_classes_.tolist() == [2]
+    V, P0 = est.calibrated_vectors(X[:50]), model.predict_proba(X[:50])
+    np.testing.assert_allclose(V[:, 2], P0[:, 2], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(V.sum(1), 1.0, rtol=0, atol=1e-9)
+    with pytest.raises(deccal.DeccalError, match="y: has rows \\(of positive weight\\) of one class only, 0"):
+        DecisionCalibratedClassifier(model).fit(X[300:], y[300:], sample_weight=(y[300:] == 0).astype(float))
