@@ -38,7 +38,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 from _measure import machine_info, emit_record   # noqa: E402
-from skeptic import mse, table                    # noqa: E402
+from skeptic import mse, table, team_columns      # noqa: E402
 
 CUTS = ['Fair', 'Good', 'Very Good', 'Premium', 'Ideal']
 _A = np.arange(5)
@@ -76,14 +76,6 @@ RULES = {'defaults': (False, True, False), 'costs': (True, True, False), 'costs,
          'costs, rounds by gap': (True, True, True), 'costs, former rule': (True, False, True)}
 
 
-def columns(P, y):
-    from deccal.decisions import cost_matrix_gaps
-    a = (P @ M.T).argmin(1)
-    Pc = np.clip(P, 1e-15, 1)
-    return dict(cost=float(M[a, y].mean()), gap=float(cost_matrix_gaps(P, y, M[None]).mean()),
-                log_loss=float(-np.log(Pc[np.arange(len(y)), y]).mean()))
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--seeds', type=int, default=3)
@@ -110,13 +102,13 @@ def main(argv=None):
                 base = (GaussianNB() if model == 'nb' else HistGradientBoostingClassifier(random_state=0)).fit(X[tr],
                                                                                                               y[tr])
                 fz = FrozenEstimator(base)
-                per.setdefault('model', []).append(columns(base.predict_proba(X[te]), y[te]))
+                per.setdefault('model', []).append(team_columns(base.predict_proba(X[te]), y[te], M[None], M))
                 for name, (with_costs, guard, by_gap) in RULES.items():
                     with warnings.catch_warnings(), rule(guard, by_gap):
                         warnings.simplefilter('ignore')
                         kw = dict(costs=M) if with_costs else {}
                         est = DecisionCalibratedClassifier(fz, **kw).fit(X[ca], y[ca])
-                    r = columns(est.predict_proba(X[te]), y[te])
+                    r = team_columns(est.predict_proba(X[te]), y[te], M[None], M)
                     r.update(stage=est.first_stage_.name, rounds=int(est.calibrator_.best_round_))
                     per.setdefault(name, []).append(r)
                 print(f"[{time.perf_counter() - T0:5.0f} s] {model} {n} seed {seed}", file=sys.stderr, flush=True)

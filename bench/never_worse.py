@@ -31,7 +31,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 from _measure import machine_info, emit_record   # noqa: E402
-from skeptic import mse, table, yn                # noqa: E402
+from skeptic import mse, table, team_columns, yn                # noqa: E402
 
 
 def datasets():
@@ -54,13 +54,6 @@ def models():
     from sklearn.preprocessing import StandardScaler
     return {'logistic': lambda: make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000)),
             'naive_bayes': lambda: GaussianNB()}
-
-
-def columns(P, y, R, M):
-    from deccal.decisions import cost_matrix_gaps
-    Pc = np.clip(P, 1e-15, 1)
-    return dict(gap=float(cost_matrix_gaps(P, y, R).mean()), log_loss=float(-np.log(Pc[np.arange(len(y)), y]).mean()),
-                cost=float(M[(P @ M.T).argmin(1), y].mean()))
 
 
 def main(argv=None):
@@ -100,7 +93,7 @@ def main(argv=None):
                     with warnings.catch_warnings():
                         warnings.simplefilter('ignore')
                         est = DecisionCalibratedClassifier(FrozenEstimator(base)).fit(X0[ca], y0[ca])
-                    r_m, r_d = columns(P_te, y0[te], R, M), columns(est.predict_proba(X0[te]), y0[te], R, M)
+                    r_m, r_d = team_columns(P_te, y0[te], R, M), team_columns(est.predict_proba(X0[te]), y0[te], R, M)
                     r_d.update(stage=est.first_stage_.name, rounds=int(est.calibrator_.best_round_))
                     cell = cells.setdefault(f"{dname} {mname} {n}", {'model': [], 'defaults': []})
                     cell['model'].append(r_m); cell['defaults'].append(r_d)

@@ -200,6 +200,16 @@ def log_loss_eps(P, y):
     return float(np.mean(-np.log(np.clip(P[np.arange(len(y)), y], eps, 1.0))))
 
 
+def team_columns(P, y, R, M):
+    """A team's view of probabilities P (n, C) on labels y: 'gap', the mean over the cost matrices R (K, A, C) of
+    |mean promised - mean paid| of their best responses; 'log_loss' (clipped at 1e-15); 'cost', the mean cost paid
+    under the matrix M (A, C)."""
+    from deccal.decisions import cost_matrix_gaps
+    Pc = np.clip(P, 1e-15, 1)
+    return dict(gap=float(cost_matrix_gaps(P, y, R).mean()), log_loss=float(-np.log(Pc[np.arange(len(y)), y]).mean()),
+                cost=float(M[(P @ M.T).argmin(1), y].mean()))
+
+
 def prob_metrics(V, P, y, costs, M, act, secs):
     "The columns of one calibrator on one split; V: vectors for the decisions, P: probabilities, act: actions under M."
     g = zhao_gaps(V, y, costs)
