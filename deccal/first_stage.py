@@ -715,7 +715,7 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
         top = min(scores[nm]['log_loss'] for nm in simple) + log_loss_slack
         within = [nm for nm in cand if scores[nm]['log_loss'] <= top]                  # the best simple one is in
         if cost_slack_se is not None:    # what the team pays first: within noise of the lowest realized cost
-            paid = {nm: np.atleast_2d(cost_paid_rows(oofs[nm], y, R)).mean(0) for nm in within}
+            paid = {nm: cost_paid_rows(oofs[nm], y, R).mean(0) for nm in within}   # (K, n): over the matrices
             low = min(within, key=lambda nm: np.average(paid[nm], weights=w))
             for nm in within:
                 d, dse = weighted_mean_se(paid[nm] - paid[low], w) if nm != low else (0.0, 0.0)
