@@ -1017,7 +1017,7 @@ def _fit_first_stage(self:DecisionCalibratedRegressor, Z, Y, sample_weight, seed
     # learned to narrow starts that new rows do not have (the 90% intervals of the example below under-covered)
     self.start_, self.start_report_, A = select_start_oof(self.start_builders(), rows, start_folds(rows, seed=seed))
     self.start_rows_ = with_difficulty(rows) if self.start_ == 'normalized' else rows   # neighbours' sigmas, once
-    start = self.start_atoms_from(pred, every.X, extra.get('model'))
+    start = self.start_atoms_from(pred, every.X, extra)
     oof = start.copy()                                   # for the conformal scores (`_fit_output`): out of fold
     oof[keep] = in_kernel_domain(A[:, :, None], self.kernel_)
     self._oof_start = oof
@@ -1028,10 +1028,10 @@ def _fit_first_stage(self:DecisionCalibratedRegressor, Z, Y, sample_weight, seed
 def start_atoms_from(self:DecisionCalibratedRegressor,
                      pred,        # (n,) point predictions in the kernel's coordinates
                      X_num=None,  # (n, p) their numeric features (`numeric_features`), or None
-                     model=None,  # (n, n_samples) the model's own predictive atoms (`start_inputs`), or None
+                     extra=None,  # what the builders read besides (`start_inputs`: the model's predictive), or None
                     ) -> np.ndarray: # (n, n_samples, 1) atoms of the chosen start, in the kernel's domain
     "The chosen start (`start_`) for rows with these predictions, built from the calibration rows `start_rows_`."
-    new = StartRows(pred, X=X_num, extra={} if model is None else {'model': model})
+    new = StartRows(pred, X=X_num, extra=dict(extra or {}))
     A = self.start_builders()[self.start_](self.start_rows_, new)
     return in_kernel_domain(A[:, :, None], self.kernel_)
 
@@ -1052,7 +1052,7 @@ def kernel_atoms(self:DecisionCalibratedRegressor,
     if getattr(self, 'start_', None) is not None:
         pred, extra = start_inputs(Z)
         X_num = numeric_features(Xc) if self.start_rows_.X is not None else None
-        return self.start_atoms_from(pred, X_num, extra.get('model'))
+        return self.start_atoms_from(pred, X_num, extra)
     res = getattr(self, 'residuals_', None)
     return Z if res is None else with_residuals(Z, res, self.kernel_)
 
