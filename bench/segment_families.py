@@ -17,10 +17,14 @@ model is over-confident, s = 2 where it is under-confident, s = 1 elsewhere:
 * 'level x region': over-confident where segment A and u > 0.6, under-confident where segment B and u > 0.6,
   calibrated elsewhere (about 14% of the rows each): on u > 0.6 the two cancel, so no single column's group is
   miscalibrated one way.
+* 'no segment effect': the model is the truth (s = 1 everywhere); the regions of 'level x region' are measured.
+  The default should find no effect and give, bit for bit, the fit without segments.
 
 Each seed draws 3,000 calibration and 3,000 test rows.  Predictors, all fitted on the calibration rows: the true
 probabilities (what sampling noise alone gives); the model; DecisionCalibratedClassifier(FrozenEstimator(model))
-with segments=None; with segments='auto' (the levels of the categorical column); with every column named (the
+with segments=None; with the categorical column named (its levels: segments=['segment'], what 'auto' took before it
+searched numeric columns); with segments='auto' (the default: the levels and a tree on the temperature score, kept
+only on cross-fitted evidence, deccal.segment_search); with every column named (the
 segment's levels and quartile bins of z, u and noise); and given tree_groups (deccal.groups: every node of a
 depth-2 regression tree, nodes of at least 5% of the rows, on all four columns) fitted to a residual of the
 calibration rows:
@@ -32,10 +36,11 @@ calibration rows:
   calibration row on the model's probabilities (linear kernel, the estimator's n_actions, beta, R1):
   sum_a q_a(x) (l(e_y, a) - l(p(x), a)), q the quantal response of l' (the statistic whose mean the audit
   maximizes).  The same rows, as above.
-* 'tree on the temperature score': (y - p(x)) z, z = logit p(x): each row's derivative of the log-likelihood of
-  sigma(z / T) in 1 / T at T = 1, so the tree looks for where a different temperature would fit better; it is
-  suited to over- and under-confidence, the kind of miscalibration planted here (it does not see a shift of the
-  logit, which y - p does).  The same rows, as above.
+* 'tree on the temperature score': segments='trees', the categorical levels and the nodes of a tree on
+  (y - p(x)) z, z = logit p(x): each row's derivative of the log-likelihood of sigma(z / T) in 1 / T at T = 1, so
+  the tree looks for where a different temperature would fit better; it is suited to over- and under-confidence,
+  the kind of miscalibration planted here (it does not see a shift of the logit, which y - p does).  The same
+  rows, as above, kept without the evidence test.
 
 Metric: Zhao et al.'s evaluation (bench/sklearn_calibration.zhao_gaps, 200 random decision makers with 5 actions,
 as bench/segments.py) within each planted region's test rows; 'worst' = the larger of the two regions'; also over
@@ -65,10 +70,10 @@ from deccal.groups import tree_groups                                  # noqa: E
 from deccal.estimators import DecisionCalibratedClassifier             # noqa: E402
 
 N_CAL, N_TEST, SEEDS = 3000, 3000, 10
-PROBLEMS = ('categorical level', 'numeric region', 'level x region')
+PROBLEMS = ('categorical level', 'numeric region', 'level x region', 'no segment effect')
 COLUMNS = ['z', 'segment', 'u', 'noise']
-METHODS = ('model', 'true probabilities', 'no segments', "segments='auto'", 'every column named',
-           'tree on y - p', 'tree on the witnessed gap', 'tree on the temperature score')
+METHODS = ('model', 'true probabilities', 'no segments', 'categorical levels', 'every column named',
+           'tree on y - p', 'tree on the witnessed gap', 'tree on the temperature score', "segments='auto'")
 TREE = dict(max_depth=2, min_share=0.05)
 
 
@@ -77,7 +82,7 @@ def regions(problem:str, X) -> tuple:
     A, u = np.asarray(X['segment'] == 'A'), np.asarray(X['u'], float)
     if problem == 'categorical level': return A, ~A
     if problem == 'numeric region': return u > 0.6, u < -0.6
-    if problem == 'level x region': return A & (u > 0.6), ~A & (u > 0.6)
+    if problem in ('level x region', 'no segment effect'): return A & (u > 0.6), ~A & (u > 0.6)
     raise ValueError(f"problem: unknown {problem!r}")
 
 
@@ -87,7 +92,9 @@ def planted(problem:str, n:int, seed:int):
     z, A = 1.5 * rng.normal(size=n), rng.uniform(size=n) < 0.5
     X = pd.DataFrame(dict(z=z, segment=np.where(A, 'A', 'B'), u=rng.normal(size=n), noise=rng.normal(size=n)))
     over, under = regions(problem, X)
+    if problem == 'no segment effect': over, under = np.zeros(n, bool), np.zeros(n, bool)   # the model is the truth
     t = 1 / (1 + np.exp(-np.where(over, 0.5, np.where(under, 2.0, 1.0)) * z))
+    over, under = regions(problem, X)
     y = (rng.uniform(size=n) < t).astype(int)
     return X, y, t, (over, under)
 
@@ -116,19 +123,27 @@ def one_seed(problem:str, seed:int, costs) -> dict:
     rows = {'model': metrics(model.predict_proba(Xt), yt, rt, costs),
             'true probabilities': metrics(np.column_stack([1 - tt, tt]), yt, rt, costs)}
     pc = model.predict_proba(Xc)[:, 1]
-    fits = [('no segments', lambda: None), ("segments='auto'", lambda: 'auto'), ('every column named', lambda: COLUMNS),
+    fits = [('no segments', lambda: None), ('categorical levels', lambda: ['segment']),
+            ('every column named', lambda: COLUMNS),
             ('tree on y - p', lambda: tree_groups(Xc, yc - pc, **TREE)),
             ('tree on the witnessed gap', lambda: tree_groups(Xc, witnessed_gap(pc, yc, *rules), **TREE)),
-            ('tree on the temperature score', lambda: 'trees')]      # the estimator's segments='trees'
+            ('tree on the temperature score', lambda: 'trees'),      # the estimator's segments='trees'
+            ("segments='auto'", lambda: 'auto')]                      # the default: 'trees', kept on evidence
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         for name, family in fits:                        # 'no segments' first: its rules serve the audit
             t0 = time.process_time()
             est = DecisionCalibratedClassifier(model, segments=family()).fit(Xc, yc)
             rules = est.n_actions_, est.beta_, est.R1_
-            rows[name] = metrics(est.predict_proba(Xt), yt, rt, costs)
+            Pt = est.predict_proba(Xt)
+            if name == 'no segments': P_none = Pt
+            rows[name] = metrics(Pt, yt, rt, costs)
             rows[name].update(cpu_seconds=time.process_time() - t0, kept=float(est.calibrator_.best_round_),
                               segments=est.segment_names_ or [], **overlaps(est.segments_membership(Xt), rt))
+            if est.segment_effect_ is not None:              # the default's evidence, and whether it changed anything
+                e = est.segment_effect_
+                rows[name].update(kept_segments=e.kept, effect_gain=e.gain, effect_se=e.gain_se,
+                                  same_as_none=bool(np.array_equal(Pt, P_none)))
     return rows
 
 
@@ -176,6 +191,11 @@ def main(argv=None):
             lines.append(f"| {m} | " + ' | '.join(f"{cols[k][m][0]:.4f} ± {cols[k][m][1]:.4f}" for k in cols)
                          + f" | {d[0]:+.4f} ± {d[1]:.4f} | {e[0]:+.4f} ± {e[1]:.4f} |")
         found = {m: [min(r[m]['found_over'], r[m]['found_under']) for r in per] for m in METHODS[3:]}
+        kept = [r["segments='auto'"]['kept_segments'] for r in per]
+        same = [r["segments='auto'"]['same_as_none'] for r in per]
+        lines += ['', f"segments='auto' kept its family on {sum(kept)} of {len(kept)} seeds; where not kept, its "
+                  f"predictions equal segments=None's bit for bit on {sum(s for s, k in zip(same, kept) if not k)} "
+                  f"of {len(kept) - sum(kept)}."]
         lines += ['', "How well each family holds the planted regions (per seed, the worse region's largest Jaccard "
                   "overlap of a group with it, on the test rows; mean, and seeds at least 0.8): " +
                   ', '.join(f"{m} {np.mean(v):.2f} ({sum(x >= 0.8 for x in v)}/{len(v)})" for m, v in found.items())

@@ -4,7 +4,7 @@
 
 # %% ../nbs/85_estimators.ipynb #9f115a2d
 from __future__ import annotations
-import inspect, warnings
+import inspect, sys, warnings
 from numbers import Integral, Real
 from typing import Callable, NamedTuple
 import numpy as np
@@ -28,8 +28,7 @@ from .losses import Loss, OutcomeScale, PiecewiseLinearLoss, fit_loss
 from .embedding import Embedding
 from .decisions import cost_stack
 from .distributions import project_simplex, project_onto_atoms, AtomDistribution
-from .first_stage import (AVERAGED_STAGES, FIRST_STAGES, select_first_stage, stratified_folds, log_loss_rows,
-                                temperature_score)
+from .first_stage import AVERAGED_STAGES, FIRST_STAGES, select_first_stage, stratified_folds, log_loss_rows
 from .audit import explicit_predictions
 from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
@@ -37,12 +36,13 @@ from .crossfit import CrossFitDeCal
 from .start_distributions import (StartRows, level_quantiles, start_candidates, select_start_oof, start_folds,
                                         with_difficulty)
 from .metrics import segment_gaps
-from .groups import Groups, FeatureTable, column_kind, tree_groups
+from .groups import Groups
+from .segment_search import categorical_columns, found_family, segment_effect
 
 # %% auto #0
 __all__ = ['SEARCH', 'COST_SLACK_SE', 'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND',
            'EXACT_ROWS', 'MAX_KNN_FEATURES', 'calibrator_for', 'check_frozen_fitted', 'DecisionCalibratedClassifier',
-           'project_simplex_floor', 'categorical_columns', 'segment_family', 'with_absent_classes', 'default_n_samples',
+           'project_simplex_floor', 'segment_family', 'with_absent_classes', 'default_n_samples',
            'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf', 'outcome_scale_for',
            'kernel_losses', 'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work',
            'check_fit_work', 'numeric_features', 'start_inputs', 'model_start', 'kept_rounds', 'conformity_scores',
@@ -146,10 +146,11 @@ class _DecisionCalibratedBase(BaseEstimator):
         min_gain_se:float=2.0,
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
-        # segments of the population audited and patched one by one: 'auto' (the levels of X's categorical
-        # columns: strings or categories; a numeric X has none), a list of column names (or positions: their
-        # levels, or quantile bins of numeric ones), 'trees' (classifier: the nodes of a depth-2 tree on every
-        # column fitted to the temperature score), a fitted deccal.groups.Groups, or None (no segments)
+        # segments of the population audited and patched one by one: 'auto' (the classifier: the levels of X's
+        # categorical columns and the nodes of a depth-2 tree on every column fitted to the temperature score, kept
+        # only on cross-fitted evidence; the regressor: the levels of the categorical columns), a list of column
+        # names (or positions: their levels, or quantile bins of numeric ones), 'trees' (classifier: that family,
+        # kept without the evidence test), a fitted deccal.groups.Groups, or None (no segments)
         segments='auto',
         max_segments:int=32,             # 'auto' or named columns: keep at most this many segments (the largest)
     ):
@@ -192,9 +193,13 @@ class _DecisionCalibratedBase(BaseEstimator):
         if trees and not isinstance(self, ClassifierMixin):
             raise DeccalError('segments', "'trees' grows its tree on a classifier's temperature score; name the "
                                           "columns, or give a Groups, for a regressor")
-        family = segment_family(self.segments, Xb, self.max_segments)   # the segments (None: none, or not yet)
+        # the classifier's 'auto' and 'trees' are grown on the temperature score, once the base model has predicted
+        searched = isinstance(self, ClassifierMixin) and isinstance(self.segments, str)
+        family = (None if searched and not scipy.sparse.issparse(Xb)   # the segments (None: none, or not yet)
+                  else segment_family(self.segments, Xb, self.max_segments))
         named = FIRST_STAGES.get(getattr(self, 'first_stage', None))      # a first stage named by the user
-        if named is not None and named().uses_groups and family is None and not trees:   # refused before any fit
+        needs = named is not None and named().uses_groups
+        if needs and family is None and not searched:                  # refused before any fit
             raise DeccalError('first_stage', f"{self.first_stage!r} needs segments, but segments={self.segments!r} "
                                              "found none")
         t = self._target(est, y)                      # the outcomes, the kernel and the default rules of the subclass
@@ -213,7 +218,11 @@ class _DecisionCalibratedBase(BaseEstimator):
             Z = self._out_of_fold(est, Xb, Xv, y, params, t.predict)
             self.estimator_ = clone(est).fit(Xb, y, **params)
         for name, value in t.fitted.items(): setattr(self, name, value)
-        if trees: family = segment_family('trees', Xb, self.max_segments, temperature_score(Z, t.Y.argmax(1)))
+        self.segment_effect_ = None
+        if searched and family is None and not scipy.sparse.issparse(Xb):
+            family = self._search_segments(Z, t.Y.argmax(1), Xb, sample_weight, seed, trees or needs)
+            if needs and family is None:
+                raise DeccalError('first_stage', f"{self.first_stage!r} needs segments, but none were found in X")
         G = None if family is None else family.membership(Xb)
         self.n_actions_, self.R1_, self.beta_, self.eps_ = t.n_actions, t.R1, t.beta, t.eps
         base = Z                                      # the base model's calibration predictions
@@ -290,8 +299,9 @@ class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
         min_gain_se:float=2.0,
         random_state=0,                  # seed of the calibrator (an int >= 0, None or a RandomState)
         verbose:bool=False,              # show the calibrator's progress on stderr
-        # segments audited and patched one by one: 'auto' (the levels of X's categorical columns), column
-        # names or positions, 'trees' (a depth-2 tree on the temperature score), a Groups, or None
+        # segments audited and patched one by one: 'auto' (the levels of X's categorical columns and the nodes of
+        # a depth-2 tree on the temperature score, kept on cross-fitted evidence of a segment effect), column
+        # names or positions, 'trees' (that family, kept without the test), a Groups, or None
         segments='auto',
         max_segments:int=32,             # keep at most this many segments (the largest)
     ):
@@ -414,42 +424,44 @@ def _check_X(est, X):
     Xv = validate_data(est, X, reset=False, accept_sparse=['csr', 'csc'], dtype=None, ensure_all_finite=False)
     return X if hasattr(X, 'iloc') else Xv
 
-# %% ../nbs/85_estimators.ipynb #f28d3791
-def categorical_columns(X, # the features (a DataFrame, or a 2-D array: columns x0, x1, ...)
-                       ) -> list: # the names of the columns whose values are strings or categories
-    """The columns `segments='auto'` reads: strings or categories, whose levels name segments of the population.
-    Numeric and boolean columns are left to be named: their quantile bins are segments only if the user says so, and
-    a numeric table then gives the same answer as a DataFrame or as an array."""
-    table, out = FeatureTable(X), []
-    for name in table.names:
-        try: kind = column_kind(*table.read(name), name)[0]
-        except DeccalError: continue                   # mixed kinds: not a category
-        if kind == 'category': out.append(name)
-    return out
-
 # %% ../nbs/85_estimators.ipynb #c47a5197
 def segment_family(segments,          # the `segments` parameter: 'auto', column names or positions, a Groups, None
                    X,                 # the features as fitted (a DataFrame keeps its column names)
                    max_segments:int,  # the largest number of segments kept
-                   score=None,        # 'trees': (n,) each row's temperature score (None: not known yet, no family)
                   ) -> Groups:        # the family of segments, or None when there is none beyond everyone
-    """The segments an estimator audits: with 'auto', the levels of X's categorical columns (strings or categories;
-    none in a numeric X); the named columns' levels or quantile bins; with 'trees', the nodes of a depth-2 tree
-    grown on every column to explain the rows' temperature score; or a given Groups."""
+    """The segments an estimator audits that the features alone decide: with 'auto', the levels of X's categorical
+    columns (the regressor's; none in a numeric X); the named columns' levels or quantile bins; or a given Groups.
+    ('trees', and the classifier's 'auto', are grown on the temperature score by `search_segments`.)"""
     if segments is None: return None
-    trees = isinstance(segments, str) and segments == 'trees'
     if isinstance(segments, Groups): family = segments
     elif scipy.sparse.issparse(X):
-        if isinstance(segments, str) and not trees: return None
+        if isinstance(segments, str) and segments == 'auto': return None
         raise DeccalError('segments', "segments from columns need a dense X or a DataFrame, not a sparse matrix")
-    elif trees:
-        if score is None: return None
-        family = tree_groups(X, score, max_depth=2, min_share=0.05)
+    elif isinstance(segments, str) and segments == 'trees': return None
     else:
         columns = categorical_columns(X) if isinstance(segments, str) else list(segments)
         if not columns: return None
         family = Groups.from_features(X, columns=columns, max_groups=max_segments + 1)
     return family if len(family) > 1 else None
+
+# %% ../nbs/85_estimators.ipynb #a52ee1d5
+@patch
+def _search_segments(self:DecisionCalibratedClassifier,
+                    P,                 # (n, C) the base model's probabilities on the calibration rows
+                    y,                 # (n,) labels 0..C-1
+                    X,                 # (n, n_features) the calibration rows' features (dense)
+                    sample_weight,     # (n,) weights, or None
+                    seed:int,          # seed of the folds
+                    asked:bool,        # True: keep what is found without the evidence test ('trees', or a first
+                                       # stage that needs segments)
+                   ) -> Groups:        # the segments, or None
+    """The classifier's segments from every column (`segment_search.found_family`: categorical levels and a tree on
+    the temperature score); with 'auto', kept only on cross-fitted evidence of a segment effect (`segment_effect_`)."""
+    if asked: return found_family(X, P, y, max_segments=self.max_segments, sample_weight=sample_weight)
+    self.segment_effect_ = segment_effect(P, y, X, sample_weight=sample_weight, max_segments=self.max_segments,
+                                          seed=seed)
+    if self.verbose: print(f"segments: {self.segment_effect_}", file=sys.stderr)
+    return self.segment_effect_.family
 
 # %% ../nbs/85_estimators.ipynb #514345de
 @patch

@@ -536,10 +536,13 @@ def tree_groups(X,                    # the rows: DataFrame, dict of 1-D arrays,
                 n_thresholds:int=16,  # candidate thresholds per number column (quantiles)
                 columns=None,         # names or positions of the columns to use (None: all)
                 categorical=None,     # names or positions of columns to read as categories
+                min_gain:float=0.0,   # split a node only if the weighted variance reduction (weights summing to 1)
+                                      # is at least this (>= 0)
                ) -> Groups:
     "Groups from the nodes of a regression tree fitted to `residual` by weighted variance reduction (and everyone)."
     max_depth, n_thresholds = check_int(max_depth, 'max_depth', 1), check_int(n_thresholds, 'n_thresholds', 1)
     min_share = check_number(min_share, 'min_share', 0, 1)
+    min_gain = check_number(min_gain, 'min_gain', 0.0, lo_closed=True)
     table = FeatureTable(X)
     r = check_array(residual, 'residual', ndim=1)
     if len(r) != table.n: raise DeccalError('residual', f"has {len(r)} values, but X has {table.n} rows")
@@ -554,7 +557,8 @@ def tree_groups(X,                    # the rows: DataFrame, dict of 1-D arrays,
         nxt = []
         for path, node in level:
             split = best_split(cols, node, r, w, floor)
-            if split is not None: nxt += [(path + (split[1],), split[3]), (path + (split[2],), split[4])]
+            if split is not None and split[0] >= min_gain:
+                nxt += [(path + (split[1],), split[3]), (path + (split[2],), split[4])]
         groups += [simplify_path(p) for p, _ in nxt]
         level = nxt
     return Groups(groups, kinds)
