@@ -18,7 +18,7 @@ from .dimfree import DimFreeDeCal, group_memberships
 
 # %% auto #0
 __all__ = ['mean_embedding', 'mean_factored', 'check_calibrator', 'CrossFitDeCal', 'fold_losses', 'fold_ids', 'fold_parts',
-           'fold_predictions']
+           'fold_predictions', 'guarded_count']
 
 # %% ../nbs/09d_crossfit.ipynb #03578372
 def mean_embedding(preds:list, # Embeddings of the same predictions' own atoms (Z, W), e.g. transforms of one pred
@@ -126,6 +126,33 @@ def fold_predictions(members:list,     # the fold calibrators: members[k] never 
     idx, parts = zip(*fold_parts(members, folds, pred, groups))
     return Embedding.concat(*parts)[np.argsort(np.concatenate(idx), kind='stable')]
 
+# %% ../nbs/09d_crossfit.ipynb #1a1232a6
+def guarded_count(members:list,      # the fold calibrators, as fitted
+                  folds:np.ndarray,  # (n,) each row's fold
+                  pred:Embedding,    # the base predictions
+                  groups,            # (n, K) memberships, or None
+                  Y:np.ndarray,      # (n, d) outcomes, checked
+                  w:np.ndarray,      # (n,) weights
+                  counts:list,       # 0 and the counts with evidence up to the chosen one
+                  guard,             # guard(out-of-fold Embedding, Y) -> (n,) values, lower is better
+                  slack:float,       # in paired standard errors
+                 ) -> tuple:         # (the count kept, {count: (mean, se) of its values minus 0 rounds'})
+    """From the largest count down, the first whose out-of-fold guard values exceed those of 0 rounds by at most
+    `slack` paired standard errors (0 rounds at worst)."""
+    def value(t):
+        cut = [m.truncated(min(t, len(m.all_rounds_))) for m in members]
+        v = np.asarray(guard(fold_predictions(cut, folds, pred, groups), Y), dtype=np.float64)
+        if v.shape != (len(w),) or not np.isfinite(v).all():
+            raise DeccalError('guard', f"must return {len(w)} finite values, got shape {v.shape}")
+        return v
+    ref, seen = value(0), {0: (0.0, 0.0)}
+    for t in sorted(set(counts) - {0}, reverse=True):
+        d = value(t) - ref
+        m, se = mean_se((np.sum(w * d), np.sum(w * d * d), np.sum(w), np.sum(w * w)))
+        seen[t] = (float(m), float(se))
+        if m <= slack * se: return t, seen
+    return 0, seen
+
 # %% ../nbs/09d_crossfit.ipynb #c963ae29
 @patch
 @one_blas_thread
@@ -139,6 +166,11 @@ def fit(self:CrossFitDeCal,
         features=None,       # with a `Groups` definition: the rows' features (DataFrame, dict of 1-D arrays, 2-D array)
         score=None,          # optional score(out-of-fold Embedding, Y, w) -> float, lower is better: t* is then the
                              # round count it prefers among 0 and those whose gain clears min_gain_se
+        # optional guard(out-of-fold Embedding, Y) -> (n,) per-row values, lower is better (e.g. the cost a team
+        # pays): t* is then the largest count with evidence, up to the one chosen, whose values exceed those of 0
+        # rounds by at most guard_slack_se paired standard errors (0 rounds at worst)
+        guard=None,
+        guard_slack_se:float=1.0, # the guard's slack, in paired standard errors (>= 0)
        ) -> CrossFitDeCal:
     "Fit a calibrator per fold, measure the cross-fitted gain of each round count, keep t* rounds on evidence."
     t0 = time.perf_counter()
@@ -148,6 +180,9 @@ def fit(self:CrossFitDeCal,
     kern = cal.checked_params()['kernel']
     if score is not None and not callable(score):
         raise DeccalTypeError('score', f"expected a function (pred, Y, w) -> float, got {score!r}")
+    if guard is not None and not callable(guard):
+        raise DeccalTypeError('guard', f"expected a function (pred, Y) -> (n,) values, got {guard!r}")
+    guard_slack_se = check_number(guard_slack_se, 'guard_slack_se', 0.0, lo_closed=True)
     Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
     n = pred.n
     w = np.ones(n) if sample_weight is None else check_sample_weight(sample_weight, n, 'pred')
@@ -199,6 +234,10 @@ def fit(self:CrossFitDeCal,
             if not np.isfinite(v): raise DeccalError('score', f"returned {v} for {t} rounds; a finite number is needed")
             self.round_scores_[t] = v
         keep = min(eligible, key=lambda t: self.round_scores_[t])
+    self.guard_ = None                                 # the guard's means and paired se where it was asked
+    if guard is not None and keep > 0:
+        keep, self.guard_ = guarded_count(members, folds, pred, groups, Y, w, [t for t in eligible if t <= keep],
+                                          guard, guard_slack_se)
     self.params_, self.folds_, self.gain_, self.gain_se_, self.best_round_ = params, folds, gain, se, keep
     self.out_of_fold_losses_ = L[[0, keep]]            # each row's square loss before and after, out of fold
     self.rounds_run_ = [len(m.all_rounds_) for m in members]

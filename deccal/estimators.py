@@ -26,7 +26,7 @@ from .checks import one_blas_thread, check_label_kinds, check_bandwidth
 from .kernels import Kernel, Linear, RBF, MinKernel, KERNELS, make_kernel
 from .losses import Loss, OutcomeScale, PiecewiseLinearLoss, fit_loss
 from .embedding import Embedding
-from .decisions import cost_stack
+from .decisions import cost_stack, cost_paid_rows
 from .distributions import project_simplex, project_onto_atoms, AtomDistribution
 from .first_stage import AVERAGED_STAGES, FIRST_STAGES, select_first_stage, stratified_folds, log_loss_rows
 from .audit import explicit_predictions
@@ -40,13 +40,13 @@ from .groups import Groups
 from .segment_search import categorical_columns, found_family, segment_effect
 
 # %% auto #0
-__all__ = ['SEARCH', 'COST_SLACK_SE', 'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND',
-           'EXACT_ROWS', 'MAX_KNN_FEATURES', 'calibrator_for', 'check_frozen_fitted', 'DecisionCalibratedClassifier',
-           'project_simplex_floor', 'segment_family', 'with_absent_classes', 'default_n_samples',
-           'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf', 'outcome_scale_for',
-           'kernel_losses', 'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work',
-           'check_fit_work', 'numeric_features', 'start_inputs', 'model_start', 'kept_rounds', 'conformity_scores',
-           'conformal_margin', 'cv_plus_ends']
+__all__ = ['SEARCH', 'COST_SLACK_SE', 'PLAIN_MARGIN_SE', 'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS',
+           'EVALS_PER_SECOND', 'EXACT_ROWS', 'MAX_KNN_FEATURES', 'calibrator_for', 'check_frozen_fitted',
+           'DecisionCalibratedClassifier', 'project_simplex_floor', 'segment_family', 'with_absent_classes',
+           'default_n_samples', 'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf',
+           'outcome_scale_for', 'kernel_losses', 'in_kernel_domain', 'check_outputs', 'residual_atoms',
+           'with_residuals', 'fit_work', 'check_fit_work', 'numeric_features', 'start_inputs', 'model_start',
+           'kept_rounds', 'conformity_scores', 'conformal_margin', 'cv_plus_ends']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -233,7 +233,7 @@ class _DecisionCalibratedBase(BaseEstimator):
             cf = CrossFitDeCal(cal, n_folds=self.n_folds, min_gain_se=self.min_gain_se, ensemble=self.ensemble,
                                seed=seed)
             self.calibrator_ = cf.fit(start, t.Y, sample_weight=sample_weight, folds=self._folds(t.Y, seed),
-                                      groups=G)
+                                      groups=G, guard=self._round_guard(), guard_slack_se=COST_SLACK_SE)
         self.segment_groups_ = family
         self.segment_names_ = None if family is None else list(family.names)
         after = self._fit_output(start, t.Y, sample_weight, G)   # the calibrated start, out of fold where cross-fitted
@@ -246,6 +246,10 @@ class _DecisionCalibratedBase(BaseEstimator):
 
     def _folds(self, Y, seed:int):
         "The folds of the cross-fitting (None: random folds; a subclass may stratify)."
+        return None
+
+    def _round_guard(self):
+        "What the rounds may not raise, out of fold, as CrossFitDeCal's `guard` (None here; a subclass may set one)."
         return None
 
     def _fit_output(self, start, Y, sample_weight, groups=None):
@@ -363,7 +367,8 @@ def _out_of_fold(self:DecisionCalibratedClassifier, est, Xb, Xv, y, params:dict,
 def _embed(self:DecisionCalibratedClassifier, P) -> Embedding: return Embedding.from_probs(P, atol=1e-4)
 
 # %% ../nbs/85_estimators.ipynb #a07610a2
-COST_SLACK_SE = 1.0   # with costs: the first stage among those within this many paired se of the lowest
+COST_SLACK_SE = 1.0   # with costs: the first stage within this many paired se of the lowest cost; the rounds likewise
+PLAIN_MARGIN_SE = 2.0 # with costs: the stage chosen without costs is kept unless the lowest gap beats it by this
                       # out-of-fold realized cost under them (select_first_stage's cost_slack_se)
 
 # %% ../nbs/85_estimators.ipynb #x
@@ -385,11 +390,21 @@ def _fit_first_stage(self:DecisionCalibratedClassifier,
         cand = tuple(nm for nm in FIRST_STAGES if self.costs is not None or nm not in AVERAGED_STAGES)
         self.first_stage_ = select_first_stage(P, y, candidates=cand, seed=seed, sample_weight=sample_weight,
                                                groups=groups, costs=self.costs,   # with costs: by their gaps,
-                                               cost_slack_se=COST_SLACK_SE)       # among the cheapest in noise
+                                               cost_slack_se=COST_SLACK_SE,       # among the cheapest in noise,
+                                               plain_margin_se=PLAIN_MARGIN_SE)   # the plain choice if close
     else:
         self.first_stage_ = FIRST_STAGES[self.first_stage]().fit_on(P, y, sample_weight, groups)   # (checked in fit)
     return self.first_stage_.transform_on(P, groups)
 
+
+# %% ../nbs/85_estimators.ipynb #0eefb22b
+@patch
+def _round_guard(self:DecisionCalibratedClassifier):
+    """With `costs`: each calibration row's cost paid (the mean over the matrices) acting on the out-of-fold vectors,
+    which the kept rounds may not raise by more than COST_SLACK_SE paired standard errors over 0 rounds; else None."""
+    if self.costs is None: return None
+    R = cost_stack(self.costs, len(self.classes_))
+    return lambda pred, Y: cost_paid_rows(explicit_predictions(pred, Linear()), Y.argmax(1), R).mean(0)
 
 # %% ../nbs/85_estimators.ipynb #ac1b5957
 @patch

@@ -23,7 +23,7 @@ __all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'NEWTON_MAX_PARAMS', 'AVERAGED_STAGES', '
            'softmax_map_objective', 'softmax_map_fit', 'VectorScaling', 'MatrixScaling', 'pava', 'isotonic_fit',
            'IsotonicCalibration', 'SegmentTemperatureScaling', 'temperature_score', 'check_stage_names',
            'check_stage_weights', 'stage_mean', 'StageAverage', 'averageable', 'FirstStageSelection',
-           'stratified_folds', 'weighted_pairs', 'select_first_stage']
+           'stratified_folds', 'weighted_pairs', 'gap_rows', 'brier_choice', 'select_first_stage']
 
 # %% ../nbs/84_first_stage.ipynb #89dd8c04
 ROW_SUM_TOL = 1e-6     # how far a row of probabilities may sum from 1
@@ -642,6 +642,32 @@ def weighted_pairs(names:list,        # single stages' names, in order
     return out
 
 
+# %% ../nbs/84_first_stage.ipynb #5204a98b
+def gap_rows(P:np.ndarray,  # (n, C) probabilities
+             y:np.ndarray,  # (n,) labels 0..C-1
+             R:np.ndarray,  # (K, A, C) cost matrices, checked
+             w:np.ndarray,  # (n,) weights
+            ) -> np.ndarray: # (n,) each row's part of the mean gap, to first order
+    """Each row's promised minus paid cost, signed as its matrix's weighted mean, averaged over the matrices: their
+    weighted mean is the mean over the matrices of |mean promised - mean paid|, and a difference of two stages'
+    rows gives the paired standard error of their gaps' difference (to first order)."""
+    F = P @ R.transpose(0, 2, 1)                                      # (K, n, A) promised costs
+    a = F.argmin(2)
+    d = np.take_along_axis(F, a[:, :, None], 2)[:, :, 0] - R[np.arange(len(R))[:, None], a, y[None, :]]
+    m = (d * w).sum(1) / w.sum()
+    return (np.sign(m)[:, None] * d).mean(0)
+
+# %% ../nbs/84_first_stage.ipynb #f4d2ce27
+def brier_choice(scores:dict,  # name -> the candidate's out-of-fold scores (brier, gain, gain_se)
+                 cand:list,    # the candidates to choose from
+                 simple:list,  # the simple ones among them
+                 ref:str,      # the simple choice (the lower Brier score of the simple ones)
+                 margin:float, # a richer candidate must beat ref by this many paired SEs
+                ) -> str:
+    "The choice without costs: the lowest Brier score among ref and the richer candidates that beat it on evidence."
+    eligible = [ref] + [nm for nm in cand if nm not in simple and scores[nm]['gain'] > margin * scores[nm]['gain_se']]
+    return min(eligible, key=lambda nm: scores[nm]['brier'])
+
 # %% ../nbs/84_first_stage.ipynb #58b1305c
 def select_first_stage(P,                   # (n, C) class probabilities of the calibration sample
                        y,                   # (n,) labels 0..C-1
@@ -659,6 +685,9 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
                        # with costs: first keep those whose out-of-fold realized cost under them is within this many
                        # paired SEs of the lowest (None: no such guard)
                        cost_slack_se:float=None,
+                       # with costs: keep the stage the rule without costs picks, if it passes the guards above,
+                       # unless the lowest gap beats its gap by more than this many paired SEs (None: the lowest gap)
+                       plain_margin_se:float=None,
                       ) -> FirstStageSelection:
     "Cross-fit each candidate; with `costs`, the lowest mean gap (weighted pairs too); else by Brier, rich on evidence."
     cand = _check_candidates(candidates)
@@ -674,6 +703,8 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
     R = None if costs is None else cost_stack(costs, P.shape[1])
     log_loss_slack = check_number(log_loss_slack, 'log_loss_slack', 0.0, lo_closed=True)
     if cost_slack_se is not None: cost_slack_se = check_number(cost_slack_se, 'cost_slack_se', 0.0, lo_closed=True)
+    if plain_margin_se is not None:
+        plain_margin_se = check_number(plain_margin_se, 'plain_margin_se', 0.0, lo_closed=True)
     weight_steps = check_int(weight_steps, 'weight_steps', 1, 100)
     if not isinstance(params, dict): raise DeccalTypeError('params', f"expected a dict, got {params!r}")
     for nm in params: check_choice(nm, 'params', cand)
@@ -722,10 +753,13 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
                 scores[nm].update(cost=float(np.average(paid[nm], weights=w)), cost_diff=d, cost_diff_se=dse)
             within = [nm for nm in within if scores[nm]['cost_diff'] <= cost_slack_se * scores[nm]['cost_diff_se']]
         name = min(within, key=gap.get)
-    else:
-        eligible = [ref] + [nm for nm in cand
-                            if nm not in simple and scores[nm]['gain'] > margin * scores[nm]['gain_se']]
-        name = min(eligible, key=lambda nm: scores[nm]['brier'])
+        plain = brier_choice(scores, [nm for nm in cand if nm not in averages and nm not in AVERAGED_STAGES],
+                             simple, ref, margin)          # what the rule without costs picks from the same folds
+        if plain_margin_se is not None and plain in within and plain != name:
+            d, dse = weighted_mean_se(gap_rows(oofs[plain], y, R, w) - gap_rows(oofs[name], y, R, w), w)
+            scores[plain].update(gap_diff=d, gap_diff_se=dse)
+            if d <= plain_margin_se * dse: name = plain     # the lowest gap is not better by the margin
+    else: name = brier_choice(scores, cand, simple, ref, margin)
     return FirstStageSelection(name, make(name).fit_on(P, y, w, groups), scores, folds, ref,
                                'brier' if R is None else 'gap', averages)
 
