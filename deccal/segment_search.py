@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 from scipy.special import softmax
-from .checks import (DeccalError, check_groups, check_int, check_number, check_positive, check_sample_weight,
-                           check_seed)
+from .checks import (MEMORY_BUDGET, DeccalError, check_groups, check_int, check_number, check_positive,
+                           check_sample_weight, check_seed)
 from .first_stage import (FirstStage, TemperatureScaling, VectorScaling, brier_rows, check_labels,
                                 check_probabilities, clipped_log, softmax_map_fit, stratified_folds, temperature_score,
                                 weighted_mean_se)
@@ -18,7 +18,7 @@ from .groups import (Groups, FeatureTable, column_kind, tree_groups, distinct_gr
 # %% auto #0
 __all__ = ['TREE_DEPTH', 'TREE_MIN_SHARE', 'TREE_MIN_SCORE', 'INFO_FLOOR', 'categorical_columns', 'temperature_information',
            'rows_at', 'node_split', 'temperature_tree', 'found_family', 'SegmentVectorScaling', 'SegmentEffect',
-           'segment_effect']
+           'evidence_rows', 'segment_effect']
 
 # %% ../nbs/84b_segment_search.ipynb #17e59863
 def categorical_columns(X, # the features (a DataFrame, or a 2-D array: columns x0, x1, ...)
@@ -195,6 +195,18 @@ class SegmentEffect:
         return (f"SegmentEffect(Brier gain {self.gain:.2e} +- {self.gain_se:.1e} out of fold, {verdict}; "
                 f"segments per fold {self.fold_segments})")
 
+# %% ../nbs/84b_segment_search.ipynb #603d6c0f
+def evidence_rows(n:int,             # calibration rows
+                  n_classes:int,     # C
+                  max_segments:int,  # K at most
+                  seed:int,          # the sample's seed
+                 ) -> np.ndarray:    # (m,) sorted rows, or None: every row
+    """The rows the evidence test reads: every row while the map's features (C + 1 + K + K C numbers a row, four
+    copies at most in its fit) fit in MEMORY_BUDGET, else a random sample of as many rows as fit."""
+    per_row = 4 * 8 * (n_classes + 1 + max_segments * (n_classes + 1))
+    m = max(int(MEMORY_BUDGET // per_row), 1000)
+    return None if n <= m else np.sort(np.random.default_rng(seed).choice(n, m, replace=False))
+
 # %% ../nbs/84b_segment_search.ipynb #646aa9ab
 def segment_effect(P,                   # (n, C) the model's class probabilities on the calibration rows
                    y,                   # (n,) labels 0..C-1
@@ -214,8 +226,11 @@ def segment_effect(P,                   # (n, C) the model's class probabilities
     n = FeatureTable(X).n
     if n != len(P): raise DeccalError('X', f"has {n} rows, but P has {len(P)}")
     w = check_sample_weight(sample_weight, len(P), 'P')
+    P0, y0, X0, w0 = P, y, X, w
     cv, seed = check_int(cv, 'cv', 2, len(P)), check_seed(seed)
     margin = check_number(margin, 'margin', 0.0, lo_closed=True)
+    rows = evidence_rows(len(P), P.shape[1], max_segments, seed)      # all, or a sample the budget holds
+    if rows is not None: P, y, X, w = P[rows], y[rows], rows_at(X, rows), w[rows]
     folds, d, found = stratified_folds(y, cv, seed), np.zeros(len(P)), []
     for k in range(cv):
         tr, te = np.flatnonzero(folds != k), np.flatnonzero(folds == k)
@@ -228,5 +243,6 @@ def segment_effect(P,                   # (n, C) the model's class probabilities
         d[te] = brier_rows(one, y[te]) - brier_rows(seg.transform(P[te], fam.membership(rows_at(X, te))[:, 1:]), y[te])
     gain, se = weighted_mean_se(d, w)
     kept = bool(np.isfinite(se) and gain > margin * se)
+    if rows is not None: P, y, X, w = P0, y0, X0, w0                     # the family is grown on every row
     family = found_family(X, P, y, max_segments=max_segments, sample_weight=w) if kept else None
     return SegmentEffect(gain, se, margin, kept and family is not None, found, family)
