@@ -21,9 +21,12 @@ RULES ('costs' is what `fit` does now; the others are switched on by patching th
   model                   the frozen model's probabilities
   defaults                DecisionCalibratedClassifier(frozen) without costs
   costs                   costs=M: the first stage with the lowest out-of-fold gap among those within one paired se
-                          of the lowest out-of-fold realized cost (COST_SLACK_SE) and within the log-loss guard; the
-                          rounds kept by the square-loss rule
-  costs, no cost guard    the same with COST_SLACK_SE = None: the first stage by the gap alone
+                          of the lowest out-of-fold realized cost (COST_SLACK_SE) and within the log-loss guard,
+                          unless the stage chosen without costs is among them and within 2 paired se of that gap
+                          (PLAIN_MARGIN_SE: then that one); the rounds kept by the square-loss rule, cut back where
+                          they raise the out-of-fold realized cost by more than COST_SLACK_SE paired se
+  costs, no cost guard    the same with COST_SLACK_SE = PLAIN_MARGIN_SE = None: the first stage by the gap alone, the
+                          rounds unguarded
   costs, rounds by gap    the cost guard kept, the round count chosen by the out-of-fold gap (CrossFitDeCal's score)
   costs, former rule      no cost guard and rounds by gap: what `fit` did before
 """
@@ -62,14 +65,14 @@ def rule(cost_guard:bool, rounds_by_gap:bool):
     from deccal.audit import explicit_predictions
     from deccal.decisions import cost_matrix_gaps
     from deccal.kernels import Linear
-    old_slack, old_fit = E.COST_SLACK_SE, CrossFitDeCal.fit
-    if not cost_guard: E.COST_SLACK_SE = None
+    old_slack, old_plain, old_fit = E.COST_SLACK_SE, E.PLAIN_MARGIN_SE, CrossFitDeCal.fit
+    if not cost_guard: E.COST_SLACK_SE, E.PLAIN_MARGIN_SE = None, None
     if rounds_by_gap:
         gap = lambda pred, Y, w: float(cost_matrix_gaps(explicit_predictions(pred, Linear()), Y.argmax(1), M[None],
                                                         w).mean())
         CrossFitDeCal.fit = lambda self, *a, **k: old_fit(self, *a, **{**k, 'score': gap})
     try: yield
-    finally: E.COST_SLACK_SE, CrossFitDeCal.fit = old_slack, old_fit
+    finally: E.COST_SLACK_SE, E.PLAIN_MARGIN_SE, CrossFitDeCal.fit = old_slack, old_plain, old_fit
 
 
 RULES = {'defaults': (False, True, False), 'costs': (True, True, False), 'costs, no cost guard': (True, False, False),

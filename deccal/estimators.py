@@ -233,7 +233,7 @@ class _DecisionCalibratedBase(BaseEstimator):
             cf = CrossFitDeCal(cal, n_folds=self.n_folds, min_gain_se=self.min_gain_se, ensemble=self.ensemble,
                                seed=seed)
             self.calibrator_ = cf.fit(start, t.Y, sample_weight=sample_weight, folds=self._folds(t.Y, seed),
-                                      groups=G, guard=self._round_guard(), guard_slack_se=COST_SLACK_SE)
+                                      groups=G, guard=self._round_guard(), guard_slack_se=COST_SLACK_SE or 0.0)
         self.segment_groups_ = family
         self.segment_names_ = None if family is None else list(family.names)
         after = self._fit_output(start, t.Y, sample_weight, G)   # the calibrated start, out of fold where cross-fitted
@@ -401,8 +401,9 @@ def _fit_first_stage(self:DecisionCalibratedClassifier,
 @patch
 def _round_guard(self:DecisionCalibratedClassifier):
     """With `costs`: each calibration row's cost paid (the mean over the matrices) acting on the out-of-fold vectors,
-    which the kept rounds may not raise by more than COST_SLACK_SE paired standard errors over 0 rounds; else None."""
-    if self.costs is None: return None
+    which the kept rounds may not raise by more than COST_SLACK_SE paired standard errors over 0 rounds; else None
+    (also when COST_SLACK_SE is None: no guard)."""
+    if self.costs is None or COST_SLACK_SE is None: return None
     R = cost_stack(self.costs, len(self.classes_))
     return lambda pred, Y: cost_paid_rows(explicit_predictions(pred, Linear()), Y.argmax(1), R).mean(0)
 
