@@ -18,7 +18,7 @@ from .groups import (Groups, FeatureTable, column_kind, tree_groups, distinct_gr
 # %% auto #0
 __all__ = ['TREE_DEPTH', 'TREE_MIN_SHARE', 'TREE_MIN_SCORE', 'INFO_FLOOR', 'categorical_columns', 'temperature_information',
            'rows_at', 'node_split', 'temperature_tree', 'found_family', 'SegmentVectorScaling', 'SegmentEffect',
-           'evidence_rows', 'segment_effect']
+           'evidence_rows', 'held_out_gains', 'segment_effect']
 
 # %% ../nbs/84b_segment_search.ipynb #17e59863
 def categorical_columns(X, # the features (a DataFrame, or a 2-D array: columns x0, x1, ...)
@@ -173,11 +173,11 @@ class SegmentVectorScaling(FirstStage):
         P = self._transform_input(P)
         if groups is None: raise DeccalError('groups', "this map needs the rows' segment memberships")
         g = check_groups(groups, len(P), 'P', self.n_groups_)
-        C, K = P.shape[1], g.shape[1]
-        ci, di, _ = self.free_entries(C, K)
-        M = np.zeros((C, 2 * C + 1 + K + K * C - C))
+        F = self.features(clipped_log(P), g)
+        ci, di, _ = self.free_entries(P.shape[1], g.shape[1])
+        M = np.zeros((P.shape[1], F.shape[1]))
         M[ci, di] = self.theta_
-        return softmax(self.features(clipped_log(P), g) @ M.T, axis=1)
+        return softmax(F @ M.T, axis=1)
 
 # %% ../nbs/84b_segment_search.ipynb #ffca7eb9
 @dataclass
@@ -207,6 +207,31 @@ def evidence_rows(n:int,             # calibration rows
     m = max(int(MEMORY_BUDGET // per_row), 1000)
     return None if n <= m else np.sort(np.random.default_rng(seed).choice(n, m, replace=False))
 
+# %% ../nbs/84b_segment_search.ipynb #77f6dc58
+def held_out_gains(P:np.ndarray,     # (n, C) the model's probabilities, checked
+                   y:np.ndarray,     # (n,) labels 0..C-1, checked
+                   X,                # (n, n_features) the rows' features
+                   w:np.ndarray,     # (n,) weights, checked
+                   *,
+                   cv:int,           # folds (stratified by label)
+                   seed:int,         # seed of the folds
+                   max_segments:int, # segments kept at most
+                  ) -> tuple:        # ((n,) each row's gain, [segments found on each fold's other rows])
+    """Each row's Brier score under vector scaling minus that under `SegmentVectorScaling`, both fitted, with the
+    segments grown (`found_family`), on the other folds' rows; 0 on a fold whose other rows give no segment."""
+    folds, d, found = stratified_folds(y, cv, seed), np.zeros(len(P)), []
+    for k in range(cv):
+        tr, te = np.flatnonzero(folds != k), np.flatnonzero(folds == k)
+        if not w[tr].sum() > 0: raise DeccalError('sample_weight', f"all weights outside fold {k} are 0")
+        X_tr, X_te = rows_at(X, tr), rows_at(X, te)
+        fam = found_family(X_tr, P[tr], y[tr], max_segments=max_segments, sample_weight=w[tr])
+        found.append(0 if fam is None else len(fam) - 1)
+        if fam is None: continue                       # no segment: the same map both ways, no gain on the fold
+        one = VectorScaling().fit(P[tr], y[tr], w[tr]).transform(P[te])
+        seg = SegmentVectorScaling().fit(P[tr], y[tr], w[tr], groups=fam.membership(X_tr)[:, 1:])
+        d[te] = brier_rows(one, y[te]) - brier_rows(seg.transform(P[te], fam.membership(X_te)[:, 1:]), y[te])
+    return d, found
+
 # %% ../nbs/84b_segment_search.ipynb #646aa9ab
 def segment_effect(P,                   # (n, C) the model's class probabilities on the calibration rows
                    y,                   # (n,) labels 0..C-1
@@ -226,23 +251,12 @@ def segment_effect(P,                   # (n, C) the model's class probabilities
     n = FeatureTable(X).n
     if n != len(P): raise DeccalError('X', f"has {n} rows, but P has {len(P)}")
     w = check_sample_weight(sample_weight, len(P), 'P')
-    P0, y0, X0, w0 = P, y, X, w
     cv, seed = check_int(cv, 'cv', 2, len(P)), check_seed(seed)
     margin = check_number(margin, 'margin', 0.0, lo_closed=True)
     rows = evidence_rows(len(P), P.shape[1], max_segments, seed)      # all, or a sample the budget holds
-    if rows is not None: P, y, X, w = P[rows], y[rows], rows_at(X, rows), w[rows]
-    folds, d, found = stratified_folds(y, cv, seed), np.zeros(len(P)), []
-    for k in range(cv):
-        tr, te = np.flatnonzero(folds != k), np.flatnonzero(folds == k)
-        if not w[tr].sum() > 0: raise DeccalError('sample_weight', f"all weights outside fold {k} are 0")
-        fam = found_family(rows_at(X, tr), P[tr], y[tr], max_segments=max_segments, sample_weight=w[tr])
-        found.append(0 if fam is None else len(fam) - 1)
-        if fam is None: continue                       # no segment: the same map both ways, no gain on the fold
-        one = VectorScaling().fit(P[tr], y[tr], w[tr]).transform(P[te])
-        seg = SegmentVectorScaling().fit(P[tr], y[tr], w[tr], groups=fam.membership(rows_at(X, tr))[:, 1:])
-        d[te] = brier_rows(one, y[te]) - brier_rows(seg.transform(P[te], fam.membership(rows_at(X, te))[:, 1:]), y[te])
-    gain, se = weighted_mean_se(d, w)
+    Pe, ye, Xe, we = (P, y, X, w) if rows is None else (P[rows], y[rows], rows_at(X, rows), w[rows])
+    d, found = held_out_gains(Pe, ye, Xe, we, cv=cv, seed=seed, max_segments=max_segments)
+    gain, se = weighted_mean_se(d, we)
     kept = bool(np.isfinite(se) and gain > margin * se)
-    if rows is not None: P, y, X, w = P0, y0, X0, w0                     # the family is grown on every row
-    family = found_family(X, P, y, max_segments=max_segments, sample_weight=w) if kept else None
+    family = found_family(X, P, y, max_segments=max_segments, sample_weight=w) if kept else None   # every row
     return SegmentEffect(gain, se, margin, kept and family is not None, found, family)
