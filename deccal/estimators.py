@@ -195,8 +195,8 @@ class _DecisionCalibratedBase(BaseEstimator):
                                           "columns, or give a Groups, for a regressor")
         # the classifier's 'auto' and 'trees' are grown on the temperature score, once the base model has predicted
         searched = isinstance(self, ClassifierMixin) and isinstance(self.segments, str)
-        family = (None if searched and not scipy.sparse.issparse(Xb)   # the segments (None: none, or not yet)
-                  else segment_family(self.segments, Xb, self.max_segments))
+        grown = searched and not scipy.sparse.issparse(Xb)   # grown after the base model (sparse: segment_family's)
+        family = None if grown else segment_family(self.segments, Xb, self.max_segments)   # None: none, or not yet
         named = FIRST_STAGES.get(getattr(self, 'first_stage', None))      # a first stage named by the user
         needs = named is not None and named().uses_groups
         if needs and family is None and not searched:                  # refused before any fit
@@ -219,7 +219,7 @@ class _DecisionCalibratedBase(BaseEstimator):
             self.estimator_ = clone(est).fit(Xb, y, **params)
         for name, value in t.fitted.items(): setattr(self, name, value)
         self.segment_effect_ = None
-        if searched and family is None and not scipy.sparse.issparse(Xb):
+        if grown:
             family = self._search_segments(Z, t.Y.argmax(1), Xb, sample_weight, seed, trees or needs)
             if needs and family is None:
                 raise DeccalError('first_stage', f"{self.first_stage!r} needs segments, but none were found in X")
@@ -367,9 +367,10 @@ def _out_of_fold(self:DecisionCalibratedClassifier, est, Xb, Xv, y, params:dict,
 def _embed(self:DecisionCalibratedClassifier, P) -> Embedding: return Embedding.from_probs(P, atol=1e-4)
 
 # %% ../nbs/85_estimators.ipynb #a07610a2
-COST_SLACK_SE = 1.0   # with costs: the first stage within this many paired se of the lowest cost; the rounds likewise
+# with costs: the first stage among those within this many paired se of the lowest out-of-fold realized cost
+# (select_first_stage's cost_slack_se), and the rounds cut back where they raise that cost by more (the guard)
+COST_SLACK_SE = 1.0
 PLAIN_MARGIN_SE = 2.0 # with costs: the stage chosen without costs is kept unless the lowest gap beats it by this
-                      # out-of-fold realized cost under them (select_first_stage's cost_slack_se)
 
 # %% ../nbs/85_estimators.ipynb #x
 @patch
@@ -447,7 +448,7 @@ def segment_family(segments,          # the `segments` parameter: 'auto', column
                   ) -> Groups:        # the family of segments, or None when there is none beyond everyone
     """The segments an estimator audits that the features alone decide: with 'auto', the levels of X's categorical
     columns (the regressor's; none in a numeric X); the named columns' levels or quantile bins; or a given Groups.
-    ('trees', and the classifier's 'auto', are grown on the temperature score by `search_segments`.)"""
+    ('trees', and the classifier's 'auto', are grown on the temperature score by `_search_segments`.)"""
     if segments is None: return None
     if isinstance(segments, Groups): family = segments
     elif scipy.sparse.issparse(X):
