@@ -14,7 +14,7 @@ from .checks import one_blas_thread, check_groups
 from .embedding import Embedding, FactoredEmbedding
 from .rows import mean_se, backend_for
 from .params import Estimator
-from .dimfree import DimFreeDeCal, group_memberships
+from .dimfree import DimFreeDeCal, group_memberships, calibrated_features
 
 # %% auto #0
 __all__ = ['mean_embedding', 'mean_factored', 'check_calibrator', 'CrossFitDeCal', 'fold_losses', 'fold_ids', 'fold_parts',
@@ -267,6 +267,21 @@ def transform(self:CrossFitDeCal,
     once = len(self.members_) > 1 and backend_for('transform', pred) is None    # in memory: ||pred||^2 once for all
     n2 = pred.sq_norms(self.members_[0].params_['kernel']) if once else None
     return mean_embedding([m.transform(pred, G, sq_norms=n2) for m in self.members_])
+
+# %% ../nbs/09d_crossfit.ipynb #89ceb9c8
+@patch
+@one_blas_thread
+def transform_features(self:CrossFitDeCal,
+                       pred:Embedding, # base predictions of the same kind as the fitted ones
+                       groups=None,    # (N, K) their group memberships, if fitted with groups
+                       features=None,  # or their features, if fitted with a `Groups` definition
+                      ) -> np.ndarray: # (N, D) the calibrated predictions in the kernel's feature space
+    """`explicit_predictions(transform(pred))` without the embeddings: every member's rounds in one compiled pass
+    in the feature space (`calibrated_features`), their mean."""
+    if not hasattr(self, 'members_'):
+        raise NotFittedError(type(self).__name__, "this calibrator is not fitted yet: call fit(pred, Y) first")
+    self.members_[0].check_fitted(pred)
+    return calibrated_features(self.members_, pred, self.members_[0].checked_groups(groups, pred.n, features))
 
 # %% ../nbs/09d_crossfit.ipynb #d9b6e0c0
 @patch

@@ -18,10 +18,12 @@ from .losses import Loss
 from .basis import make_basis, whiten
 from .rows import LocalRows, stack_search, split_rows, mean_se, backend_for
 from .params import Estimator, optional, check_verbose
-from .audit import search_groups, check_holdout, certify as certify_sample, AuditResult
+from .audit import search_groups, check_holdout, certify as certify_sample, AuditResult, explicit_predictions
+from .replay import replay_features, feature_replay_flops
 
 # %% auto #0
-__all__ = ['unit_rows', 'check_kernel_param', 'DimFreeDeCal', 'radius', 'validation_split', 'mean_of_sums', 'group_memberships']
+__all__ = ['unit_rows', 'check_kernel_param', 'DimFreeDeCal', 'radius', 'validation_split', 'mean_of_sums', 'group_memberships',
+           'calibrated_features']
 
 # %% ../nbs/08_dimfreedecal.ipynb #d61f4b21
 def unit_rows(g,           # (A, r) the G_a in whitened coordinates
@@ -444,6 +446,32 @@ def _stacked(self:DimFreeDeCal) -> dict:
         self._stack_cache = (self.rounds_, S)
     return self._stack_cache[1]
 
+# %% ../nbs/08_dimfreedecal.ipynb #e4419252
+@patch
+def feature_rounds(self:DimFreeDeCal) -> tuple:  # (Wc, Wd), each (T A, D); or None
+    """The rounds as vectors of the kernel's feature space: C_t and d_t on the basis atoms' features phi(v_j)
+    (computed once); None when the kernel has no explicit feature map."""
+    S, kern = self._stacked(), self.params_['kernel']
+    if 'Wc' not in S:
+        S['Wc'] = S['Wd'] = None
+        if hasattr(kern, 'features'):
+            b = self.basis_
+            Fb = np.vstack(([kern.features(b.Y)] if len(b.Y) else []) + ([explicit_predictions(b.P, kern)]
+                                                                          if b.P.n else []))
+            S['Wc'], S['Wd'] = np.ascontiguousarray(S['C'] @ Fb), np.ascontiguousarray(S['D'] @ Fb)
+    return None if S['Wc'] is None else (S['Wc'], S['Wd'])
+
+# %% ../nbs/08_dimfreedecal.ipynb #bc7b4188
+@patch
+def in_features(self:DimFreeDeCal) -> bool:
+    """Whether `_replay` runs in the feature space (`replay_features`): the kernel has an explicit feature map and
+    its T (2 A D + D) multiply-adds a point are at most the RKHS replay's 2 T A m + A^2 T (T - 1)."""
+    fr = self.feature_rounds()
+    if fr is None: return False
+    A, (TA, D), m = self.params_['n_actions'], fr[0].shape, self.basis_.m
+    T = TA // A
+    return feature_replay_flops(D, T, A) <= 4 * TA * m + 2 * A * A * T * (T - 1)
+
 # %% ../nbs/08_dimfreedecal.ipynb
 _TILE = 64    # rows per task of the replay kernel (a task's state, 3 T A x 64 numbers, stays in the core's cache)
 _CHUNK = 10   # rounds per chunk of the blocked update of the later rounds' loss estimates and norms
@@ -557,15 +585,25 @@ def _replay(self:DimFreeDeCal, pred:Embedding, path:bool=False,
             n2=None,     # (N,) ||p0(x)||^2, if already computed (the same base transformed by several calibrators)
            ) -> tuple:
     """The state of `pred` after all fitted rounds, as p(x) = c(x) q(x), q(x) = p0(x) + sum_t a_t(x) . d_t: returns
-    c (N,), a (N, T A) and ||q(x)||^2: h(x), then `_replay_rows` (a product with [C; D] and the rounds). With `path`,
-    also the lists of c and ||q||^2 after each round (t = 0..T)."""
+    c (N,), a (N, T A) and ||q(x)||^2: in the feature space when `in_features` (`replay_features`), else h(x) and
+    `_replay_rows` (a product with [C; D] and the rounds). With `path`, also the lists of c and ||q||^2 after each
+    round (t = 0..T)."""
     S, A, beta, R2 = self._stacked(), self.params_['n_actions'], self.params_['beta'], self.R2_
     N, TA = pred.n, S['C'].shape[0]
     if n2 is None: n2 = pred.sq_norms(self.params_['kernel'])    # ||p0(x)||^2
     c = np.minimum(1.0, R2 / np.sqrt(np.maximum(n2, 1e-300)))
     if not TA: return (c, np.zeros((N, 0)), n2, [c], [n2]) if path else (c, np.zeros((N, 0)), n2)
-    b, kern = self.basis_, self.params_['kernel']         # h(x) in its two parts (no copy into one array)
-    CDy, CDp = S['CDy'], S['CDp']
+    b, kern = self.basis_, self.params_['kernel']
+    a = np.empty((N, TA)) if out is None else out
+    rec = (np.empty((TA // A + 1, N)), np.empty((TA // A + 1, N))) if path else (np.empty((0, N)), np.empty((0, N)))
+    if self.in_features():              # q(x) as a vector of the feature space: `replay_features`, one member
+        X = np.ascontiguousarray(explicit_predictions(pred, kern))
+        G = np.zeros((N, 0)) if groups is None else np.ascontiguousarray(groups, dtype=float)
+        c_out, n2_out = np.empty((1, N)), np.empty((1, N))
+        replay_features(X, *self.feature_rounds(), np.array([0, TA // A]), np.array([float(R2)]), S['group'], G,
+                        float(beta), int(A), np.empty_like(X), a, c_out, n2_out, *rec)
+        return (c_out[0], a, n2_out[0], list(rec[0]), list(rec[1])) if path else (c_out[0], a, n2_out[0])
+    CDy, CDp = S['CDy'], S['CDp']       # h(x) in its two parts (no copy into one array)
     if isinstance(kern, MinKernel):     # [C; D] h(x) directly: the 2 T A functions' tables, no kernel block
         if 'CDU' not in S: S['CDU'], S['CDF'] = b.expand(np.vstack([S['C'], S['D']]))
         hy, hp = np.ascontiguousarray(pred.evaluate_functions(kern, S['CDU'], S['CDF'])), np.zeros((N, 0))
@@ -573,10 +611,8 @@ def _replay(self:DimFreeDeCal, pred:Embedding, path:bool=False,
     else:
         hy = np.ascontiguousarray(pred.evaluate(kern, b.Y)) if len(b.Y) else np.zeros((N, 0))   # rows contiguous:
         hp = np.ascontiguousarray(pred.inner(kern, b.P)) if b.P.n else np.zeros((N, 0))          # BLAS's dgemm
-    a = np.empty((N, TA)) if out is None else out
     gm = np.empty((0, TA // A)) if groups is None else np.ascontiguousarray(groups[:, S['group']])
     c_out, n2_out = np.empty(N), np.empty(N)
-    rec = (np.empty((TA // A + 1, N)), np.empty((TA // A + 1, N))) if path else (np.empty((0, N)), np.empty((0, N)))
     with blas_controller().limit(limits=1):     # the kernel's tiles run in parallel: each one's product on one thread
         _replay_rows(hy, hp, CDy, CDp, S['BC'], S['GD'], n2, c, gm, float(beta), float(R2), int(A),
                      a, c_out, n2_out, *rec)
@@ -660,6 +696,42 @@ def transform(self:DimFreeDeCal,
             c[i0:i1], a, _ = self._replay(pred[i0:i1], groups=part(i0, i1), n2=n2)
             coef[i0:i1] = a @ S['D']
     return FactoredEmbedding(pred, S['U'], S['F'], coef, c)
+
+# %% ../nbs/08_dimfreedecal.ipynb #d3c961a5
+def calibrated_features(members:list,   # fitted DimFreeDeCal calibrators sharing a kernel with a feature map
+                        pred:Embedding, # base predictions, checked against the first (`check_fitted`)
+                        groups=None,    # (N, K) their memberships, checked, when the calibrators use groups
+                       ) -> np.ndarray: # (N, D) the members' mean of c(x) q(x) in the feature space
+    "The members' mean calibrated prediction as vectors of the kernel's feature space: one `replay_features` pass."
+    kern, A, beta = (members[0].params_[k] for k in ('kernel', 'n_actions', 'beta'))
+    rounds = [m.feature_rounds() for m in members]
+    if rounds[0] is None:
+        raise DeccalError('kernel', f"{kern!r} has no explicit feature map; use Linear, Polynomial or FeatureMap")
+    Wc, Wd = np.vstack([r[0] for r in rounds]), np.vstack([r[1] for r in rounds])
+    first = np.concatenate([[0], np.cumsum([len(r[0]) // A for r in rounds])]).astype(np.int64)
+    R2 = np.array([float(m.R2_) for m in members])
+    gidx = np.concatenate([m._stacked()['group'] for m in members]).astype(np.int64)
+    D, M = Wc.shape[1], len(members)
+    out = np.empty((pred.n, D))
+    for i0, i1 in row_blocks(pred.n, 8 * (3 * D + 4 * M + (0 if groups is None else groups.shape[1]))):
+        X = np.ascontiguousarray(explicit_predictions(pred[i0:i1], kern))
+        G = np.zeros((i1 - i0, 0)) if groups is None else np.ascontiguousarray(groups[i0:i1], dtype=float)
+        replay_features(X, Wc, Wd, first, R2, gidx, G, float(beta), int(A), out[i0:i1], np.zeros((i1 - i0, 0)),
+                        np.empty((M, i1 - i0)), np.empty((M, i1 - i0)), np.empty((0, i1 - i0)),
+                        np.empty((0, i1 - i0)))
+    return out
+
+# %% ../nbs/08_dimfreedecal.ipynb #d34f72d1
+@patch
+@one_blas_thread
+def transform_features(self:DimFreeDeCal,
+                       pred:Embedding,  # base predictions of the same kind as the fitted ones
+                       groups=None,     # (N, K) their memberships of the groups the calibrator was fitted with
+                       features=None,   # or their features, when the calibrator keeps its groups' definition
+                      ) -> np.ndarray:  # (N, D) the calibrated predictions in the kernel's feature space
+    "`explicit_predictions(transform(pred))` without the embedding: the rounds replayed in the feature space."
+    self.check_fitted(pred)
+    return calibrated_features([self], pred, self.checked_groups(groups, pred.n, features))
 
 # %% ../nbs/08_dimfreedecal.ipynb #3a29313d
 @patch

@@ -525,12 +525,8 @@ def vectors_from(self:DecisionCalibratedClassifier,
                  P1, # (n, C) start probabilities (`start_probabilities`)
                  groups=None, # (n, K) the rows' segment memberships (`segments_membership`), if fitted with segments
                 ) -> np.ndarray: # (n, C) the calibrated vectors
-    "The calibrator applied to start probabilities, in row blocks (the embedding of a block holds every round's atoms)."
-    V = np.empty_like(P1)
-    for i0, i1 in row_blocks(len(P1), 8.0 * (P1.shape[1] + 4 * _n_atoms(self.calibrator_))):
-        g = rows_of(groups, slice(i0, i1))
-        V[i0:i1] = explicit_predictions(self.calibrator_.transform(self._embed(P1[i0:i1]), g), Linear())
-    return V
+    "The calibrator applied to start probabilities: every round of every fold calibrator in one compiled pass in R^C."
+    return self.calibrator_.transform_features(self._embed(P1), groups)
 
 # %% ../nbs/85_estimators.ipynb #d8e99c05
 def with_absent_classes(V,       # (n, C) calibrated vectors
