@@ -9,15 +9,18 @@ Prints figures; it is not a test and asserts nothing about time.  Usage:
 The problem: make_classification (20 features, 10 informative, one cluster per class) with C = 2, 6, 10 and 50
 classes; a GaussianNB fitted on 5,000 other rows (10,000 at 50 classes), frozen; DecisionCalibratedClassifier with
 its defaults fitted on 10,000 calibration rows; 200,000 new rows scored.  Scoring: `predict_proba`,
-`predict_action` and `predict_loss` with a 4 x C cost matrix, against the base model's own `predict_proba` and
+`predict_action` and `predict_loss` with a 4 x C cost matrix (at 6 classes also `predict_proba` computed as before
+the feature-space replay, the rounds replayed in the RKHS, and the largest difference between the two on 20,000
+rows), against the base model's own `predict_proba` and
 scikit-learn's temperature scaling (CalibratedClassifierCV(FrozenEstimator(base), method='temperature')), each the
 median of 3 timed calls after a warm-up, with Numba's threads set to 1 and to 2 (the base model and scikit-learn
 run as they do; BLAS with one thread).  MCGrad is not run here (it needs torch); its documentation reports over a
 million predictions a second, the figure the rows-per-second column can be read against.
 
-Fit: the default fit's wall time against the calibration rows (1,000 to 20,000 at 6 classes), with a cProfile
+Fit: the default fit's wall time against the calibration rows (1,000 to 100,000 at 6 classes), with a cProfile
 breakdown of the largest: the audit's search for each round's rule (`search_rule`: L-BFGS over the rule's
-parameters, the objective in NumPy), the first stage's selection, the segment search, and the rest.
+parameters), the first stage's selection, the segment search, and the rest; and the same breakdown at 50 classes
+(10,000 rows).
 """
 from __future__ import annotations
 import os
@@ -64,7 +67,23 @@ def timed(f, repeats:int) -> float:
     return float(np.median(secs))
 
 
-def scoring(C:int, n_cal:int, n_new:int, repeats:int) -> dict:
+def rkhs_proba(est, X):
+    """`predict_proba` as it was computed before the feature-space replay: each fold calibrator's rounds replayed in
+    the RKHS (`DimFreeDeCal.in_features` switched off), the embeddings averaged, their explicit vectors projected."""
+    from deccal.dimfree import DimFreeDeCal
+    from deccal.audit import explicit_predictions
+    from deccal.estimators import project_simplex_floor
+    from deccal.kernels import Linear
+    G = est.segments_membership(X)
+    P1 = est.start_probabilities(X, G)
+    saved = DimFreeDeCal.in_features
+    DimFreeDeCal.in_features = lambda self: False
+    try: V = explicit_predictions(est.calibrator_.transform(est._embed(P1), G), Linear())
+    finally: DimFreeDeCal.in_features = saved
+    return project_simplex_floor(V, np.full_like(V, 1.0 / V.shape[1]), est.proba_floor_)
+
+
+def scoring(C:int, n_cal:int, n_new:int, repeats:int, rkhs:bool=False) -> dict:
     "Seconds of each scoring call at 1 and 2 Numba threads, with the fit's time and what it kept."
     import numba
     from sklearn.calibration import CalibratedClassifierCV
@@ -78,8 +97,12 @@ def scoring(C:int, n_cal:int, n_new:int, repeats:int) -> dict:
              'deccal predict_proba': lambda: est.predict_proba(Xn),
              'deccal predict_action': lambda: est.predict_action(Xn, M),
              'deccal predict_loss': lambda: est.predict_loss(Xn, M)}
+    V = est.predict_proba(Xn[:20_000])
+    out_same = float(np.abs(V - rkhs_proba(est, Xn[:20_000])).max())
     out = dict(C=C, n_cal=n_cal, n_new=n_new, fit_s=fit_s, first_stage=est.first_stage_.name,
-               rounds_kept=int(est.calibrator_.best_round_), members=len(est.calibrator_.members_), seconds={})
+               rounds_kept=int(est.calibrator_.best_round_), members=len(est.calibrator_.members_), seconds={},
+               max_diff_rkhs=out_same)
+    if rkhs: calls['deccal predict_proba, RKHS replay'] = lambda: rkhs_proba(est, Xn)
     nt = numba.get_num_threads()
     try:
         for threads in (1, 2):
@@ -91,27 +114,27 @@ def scoring(C:int, n_cal:int, n_new:int, repeats:int) -> dict:
     return out
 
 
-def fit_breakdown(n_cal:int) -> dict:
-    "The default fit at 6 classes under cProfile: cumulative seconds of its parts."
-    base, Xc, yc, _ = problem(6, n_cal, 10)
+def fit_breakdown(C:int, n_cal:int) -> dict:
+    "The default fit under cProfile: cumulative seconds of its parts."
+    base, Xc, yc, _ = problem(C, n_cal, 10)
     prof = cProfile.Profile()
     prof.enable(); est, wall = fit_default(base, Xc, yc); prof.disable()
     st = pstats.Stats(prof).stats
     def cum(fn):                                       # the cumulative time of the functions named fn
         return sum(v[3] for k, v in st.items() if k[2] == fn)
-    parts = {'the rounds\' rule search (search_rule: L-BFGS, the objective in NumPy)': cum('search_rule'),
+    parts = {'the rounds\' rule search (search_rule: L-BFGS over the rule\'s parameters)': cum('search_rule'),
              'first stage selection (select_first_stage)': cum('select_first_stage'),
              'segment search (segment_effect)': cum('segment_effect')}
     total = cum('fit') and max(v[3] for k, v in st.items() if k[2] == 'fit')
     parts['everything else'] = total - sum(parts.values())
-    return dict(n_cal=n_cal, wall=wall, profiled=total, parts=parts, rounds_kept=int(est.calibrator_.best_round_),
+    return dict(C=C, n_cal=n_cal, wall=wall, profiled=total, parts=parts, rounds_kept=int(est.calibrator_.best_round_),
                 rounds_run=list(est.calibrator_.rounds_run_))
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--classes', default='2,6,10,50')
-    ap.add_argument('--fit-rows', default='1000,2000,5000,10000,20000')
+    ap.add_argument('--fit-rows', default='1000,2000,5000,10000,20000,50000,100000')
     ap.add_argument('--n-new', type=int, default=200_000)
     ap.add_argument('--repeats', type=int, default=3)
     ap.add_argument('--quick', action='store_true', help='6 classes, 20,000 scored rows, fits at 1,000 and 2,000')
@@ -121,22 +144,26 @@ def main(argv=None):
     if a.quick: a.classes, a.fit_rows, a.n_new, a.repeats = '6', '1000,2000', 20_000, 1
     classes, fit_rows = [int(c) for c in a.classes.split(',')], [int(n) for n in a.fit_rows.split(',')]
     t0, load0 = time.perf_counter(), loadavg()
-    score = [scoring(C, 10_000 if not a.quick else 2_000, a.n_new, a.repeats) for C in classes]
+    score = [scoring(C, 10_000 if not a.quick else 2_000, a.n_new, a.repeats, rkhs=C == 6) for C in classes]
     fits = []
     for n in fit_rows:
         base, Xc, yc, _ = problem(6, n, 10)
         fits.append(dict(n_cal=n, wall=fit_default(base, Xc, yc)[1]))
         print(f"fit at {n:,} rows: {fits[-1]['wall']:.1f} s", file=sys.stderr)
-    breakdown = fit_breakdown(fit_rows[-1])
+    breakdowns = [fit_breakdown(6, fit_rows[-1])] + [fit_breakdown(C, 10_000) for C in classes if C > 10]
+    names = ['base predict_proba', 'temperature predict_proba', 'deccal predict_proba', 'deccal predict_action',
+             'deccal predict_loss', 'deccal predict_proba, RKHS replay']
     rows = []
     for s in score:
         for th, secs in s['seconds'].items():
             b = secs['base predict_proba']
             rows.append([str(s['C']), str(th), f"{s['fit_s']:.1f}", f"{s['first_stage']}, {s['rounds_kept']} rounds x "
-                         f"{s['members']}"] + [f"{secs[k]:.3f} ({s['n_new'] / secs[k] / 1e3:,.0f}k/s)" for k in
-                         secs] + [f"{secs['deccal predict_proba'] / b:.1f}x", f"{secs['deccal predict_action'] / b:.1f}x"])
-    head = ['classes', 'Numba threads', 'fit s', 'kept'] + [f"{k} s (rows/s)" for k in score[0]['seconds'][1]] + [
-        'predict_proba / base', 'predict_action / base']
+                         f"{s['members']}"] + [f"{secs[k]:.3f} ({s['n_new'] / secs[k] / 1e3:,.0f}k/s)" if k in secs
+                                               else '' for k in names]
+                        + [f"{secs['deccal predict_proba'] / b:.1f}x", f"{secs['deccal predict_action'] / b:.1f}x",
+                           f"{s['max_diff_rkhs']:.1e}"])
+    head = ['classes', 'Numba threads', 'fit s', 'kept'] + [f"{k} s (rows/s)" for k in names] + [
+        'predict_proba / base', 'predict_action / base', 'largest difference from the RKHS replay']
     lines = ["# Scoring and fitting speed of the default classifier", '',
              machine_info(('replay.py', 'dimfree.py', 'estimators.py', 'audit.py')), '',
              f"Produced by `python bench/scoring_speed.py{' --quick' if a.quick else ''}"
@@ -145,12 +172,12 @@ def main(argv=None):
              f"## Scoring {a.n_new:,} new rows (median of {a.repeats} calls)", '', *table(rows, head), '',
              "## The default fit against the calibration rows (6 classes)", '',
              *table([[f"{f['n_cal']:,}", f"{f['wall']:.1f}"] for f in fits], ['calibration rows', 'fit s']), '',
-             f"## Where the fit's time goes ({breakdown['n_cal']:,} rows, under cProfile: "
-             f"{breakdown['profiled']:.1f} s; rounds run per fold {breakdown['rounds_run']}, kept "
-             f"{breakdown['rounds_kept']})", '',
-             *table([[k, f"{v:.1f}", f"{v / breakdown['profiled']:.0%}"] for k, v in breakdown['parts'].items()],
-                    ['part', 's', 'share']), '']
-    emit_record(lines, dict(scoring=score, fits=fits, breakdown=breakdown, quick=a.quick), a.out, a.write)
+             *[line for B in breakdowns for line in (
+                 f"## Where the fit's time goes ({B['C']} classes, {B['n_cal']:,} rows, under cProfile: "
+                 f"{B['profiled']:.1f} s; rounds run per fold {B['rounds_run']}, kept {B['rounds_kept']})", '',
+                 *table([[k, f"{v:.1f}", f"{v / B['profiled']:.0%}"] for k, v in B['parts'].items()],
+                        ['part', 's', 'share']), '')]]
+    emit_record(lines, dict(scoring=score, fits=fits, breakdowns=breakdowns, quick=a.quick), a.out, a.write)
 
 
 if __name__ == '__main__':

@@ -16,7 +16,7 @@ from .checks import one_blas_thread, check_groups, check_memory, rows_of
 from .kernels import Kernel
 from .losses import Loss
 from .embedding import Embedding
-from .decisions import quantal_response, best_response, gap_function
+from .decisions import quantal_response, best_response, gap_function, softmin_cols, softmin_cols_backward
 from .basis import rank_by_trace, make_basis, whiten
 from .rows import backend_for
 
@@ -165,18 +165,23 @@ def _n_passes(n:int, exact_max:int, fits:bool, power:int=1) -> int:
     return (1 if n <= exact_max else 2 + power) + 2
 
 # %% ../nbs/06_audit.ipynb #b41d0c93
-def _objective(v, SP, SR, w, beta, R1, A):
-    "Minus the audit value J and its gradient, at unconstrained parameters v (A * rank_P,)."
+def _objective(v,        # (A * r,) unconstrained parameters of the rule
+               SP, SPt,  # (N, r) the search rows' coordinates of p(x), and SP.T (C-contiguous)
+               SRw, SRwt,# (N, r_R) the coordinates of phi(y) - p(x) times the rows' weights, and SRw.T
+               beta, R1, A):
+    """Minus the audit value J and its gradient at v, in the points-last layout of `softmin_cols` (the transposes
+    and the weights are made once per search by `search_rule`)."""
     V = v.reshape(A, SP.shape[1])
     s = np.sqrt(1 + (V * V).sum(1))
     U = R1 * V / s[:, None]
-    K = quantal_response(SP @ U.T, beta)
-    Gt = SR.T @ (w[:, None] * K)                     # (rank_R, A): the G_a in whitened coordinates
-    N = np.sqrt((Gt * Gt).sum(0))
+    K = np.empty((A, len(SP)))
+    softmin_cols(U @ SPt, beta, K)                   # the quantal response (no input checks: an inner loop)
+    Gt = K @ SRw                                     # (A, rank_R): the G_a in whitened coordinates
+    N = np.sqrt((Gt * Gt).sum(1))
     J = R1 * N.sum()
-    dK = w[:, None] * (SR @ (Gt / np.maximum(N, 1e-300))) * R1
-    dz = K * (dK - (dK * K).sum(1, keepdims=True))
-    dU = (-beta * dz).T @ SP
+    dz = np.empty_like(K)
+    softmin_cols_backward(K, (R1 * Gt / np.maximum(N, 1e-300)[:, None]) @ SRwt, beta, dz)
+    dU = dz @ SP
     dV = R1 * (dU / s[:, None] - V * ((V * dU).sum(1) / s**3)[:, None])
     return -J, -dV.ravel()
 
@@ -199,11 +204,13 @@ def search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits=(), on_st
         dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
         starts.append(R1 * rng.uniform(0.3, 0.95, (A, 1)) * dirs)
     best, bestJ, values = None, -np.inf, []
+    SRw = w[:, None] * SR                   # the weights and the transposes once, for every evaluation
+    SPt, SRwt = np.ascontiguousarray(SP.T), np.ascontiguousarray(SRw.T)
     for U0 in starts:
         res = scipy.optimize.minimize(
             _objective,
             _u_to_v(U0, R1).ravel(),
-            args=(SP, SR, w, beta, R1, A),
+            args=(SP, SPt, SRw, SRwt, beta, R1, A),
             jac=True,
             method='L-BFGS-B',
             options=dict(maxiter=max_iter),
@@ -251,7 +258,9 @@ def search_groups(SP, SR,        # (N, r) search rows: coordinates of p(x) and o
     for k in order:
         wk = w * G[:, k]
         if not wk.sum() > 0: continue                  # no member among the searched rows: value 0
-        U, values = search_rule(SP, SR, wk, beta, R1, A, extra, rng, max_iter, starts)
+        on = wk > 0                                    # rows of weight 0 add nothing to the value nor its gradient:
+        if on.all(): U, values = search_rule(SP, SR, wk, beta, R1, A, extra, rng, max_iter, starts)   # left out
+        else: U, values = search_rule(SP[on], SR[on], wk[on], beta, R1, A, extra, rng, max_iter, starts)
         per[k] = max(values)
         if best is None or per[k] > per[best[0]]: best = (int(k), U, values)
     if best is None: raise DeccalError('groups', "no group has a member with positive weight among the searched rows")

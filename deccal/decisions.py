@@ -7,29 +7,47 @@ from __future__ import annotations
 import math
 import numpy as np
 import numba as nb
+from .exponential import exp_block
 from .checks import check_array, check_positive, check_rows, DeccalError, DeccalTypeError
 from .checks import check_sample_weight, row_blocks
 from .losses import Loss
 from .embedding import Embedding
 
 # %% auto #0
-__all__ = ['quantal_response', 'best_response', 'decision_rule', 'check_pair', 'gap_function', 'decision_calibration_error',
-           'cost_stack', 'cost_gap_rows', 'cost_matrix_gaps', 'cost_paid_rows', 'expected_loss', 'no_type_regret']
+__all__ = ['softmin_cols', 'softmin_cols_backward', 'quantal_response', 'best_response', 'decision_rule', 'check_pair',
+           'gap_function', 'decision_calibration_error', 'cost_stack', 'cost_gap_rows', 'cost_matrix_gaps',
+           'cost_paid_rows', 'expected_loss', 'no_type_regret']
 
 # %% ../nbs/04_decisions.ipynb #92383e2e
-@nb.njit(cache=True)
-def _softmin_rows(F, beta, out):
-    "out[i] = softmax(-beta * F[i]), stably (serial: it is cheap, and it is called in tight loops on small arrays)."
-    n, A = F.shape
-    for i in range(n):
-        m = F[i, 0]
-        for a in range(1, A): m = min(m, F[i, a])
-        s = 0.0
-        for a in range(A):
-            e = math.exp(-beta * (F[i, a] - m))
-            out[i, a] = e
-            s += e
-        for a in range(A): out[i, a] /= s
+@nb.njit(cache=True, error_model='numpy')   # no division checks: the loops vectorize
+def softmin_cols(F, beta, out):
+    """out[:, i] = softmax(-beta * F[:, i]) for F of shape (A, n), stably: each column's minimum subtracted, the
+    exponentials by `exp_block`; every loop runs along the n points, so the compiler vectorizes it. Serial: it is
+    called in tight loops on small arrays."""
+    A, n = F.shape
+    m = F[0].copy()
+    for a in range(1, A):
+        for i in range(n): m[i] = min(m[i], F[a, i])
+    for a in range(A):
+        for i in range(n): out[a, i] = -beta * (F[a, i] - m[i])
+    exp_block(out, np.empty_like(out))
+    s = out[0].copy()
+    for a in range(1, A):
+        for i in range(n): s[i] += out[a, i]
+    for a in range(A):
+        for i in range(n): out[a, i] /= s[i]
+
+# %% ../nbs/04_decisions.ipynb #43f452d8
+@nb.njit(cache=True, error_model='numpy')   # no division checks: the loops vectorize
+def softmin_cols_backward(K, D, beta, out):
+    """The pull-back of the quantal response, (A, n) as `softmin_cols`: out[a, i] = -beta K[a, i] (D[a, i] - sum_b
+    D[b, i] K[b, i]), the gradient of sum D * K with respect to F when K = softmin_cols(F, beta) (D held fixed)."""
+    A, n = K.shape
+    s = np.zeros(n)
+    for a in range(A):
+        for i in range(n): s[i] += D[a, i] * K[a, i]
+    for a in range(A):
+        for i in range(n): out[a, i] = -beta * K[a, i] * (D[a, i] - s[i])
 
 # %% ../nbs/04_decisions.ipynb #b6af4e92
 def _check_F(F):
@@ -43,9 +61,9 @@ def quantal_response(F,            # (n, A) loss estimates f(x_i, a, l)
                     ) -> np.ndarray: # (n, A) action probabilities
     "The smooth optimal decision rule: probabilities proportional to exp(-beta * F)."
     F, beta = _check_F(F), check_positive(beta, 'beta')
-    out = np.empty_like(F)
-    _softmin_rows(F, beta, out)
-    return out
+    out = np.empty((F.shape[1], F.shape[0]))
+    softmin_cols(np.ascontiguousarray(F.T), beta, out)     # along the points: vectorized
+    return np.ascontiguousarray(out.T)
 
 # %% ../nbs/04_decisions.ipynb #9d934350
 def best_response(F) -> np.ndarray: # (n, A) one-hot rows

@@ -16,7 +16,7 @@ SHIFT = 6755399441055744.0        # 1.5 * 2^52: x / ln 2 + SHIFT has the nearest
 EXP_LOW = -708.39                 # below it exp_block returns 0 (exp(x) is no longer a normal number)
 
 # %% ../nbs/00a_exponential.ipynb #5eaf573c
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model='numpy')   # no division checks: the loops vectorize
 def exp_block(x,    # (A, L) C-contiguous: exponents <= 709, overwritten with their exponentials
               tmp,  # (A, L) C-contiguous scratch, overwritten
              ):

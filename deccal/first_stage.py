@@ -9,6 +9,7 @@ from functools import partial
 import numba as nb
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
+from scipy.sparse.linalg import LinearOperator, cg
 from scipy.special import softmax
 from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_array, check_choice, check_int,
                            check_number, check_positive, check_rows, check_sample_weight, check_seed,
@@ -20,8 +21,8 @@ from .decisions import cost_stack, cost_matrix_gaps, cost_paid_rows
 __all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'NEWTON_MAX_PARAMS', 'AVERAGED_STAGES', 'FIRST_STAGES', 'SIMPLE_STAGES',
            'check_probabilities', 'check_labels', 'brier_rows', 'log_loss_rows', 'weighted_mean_se', 'FirstStage',
            'NoCalibration', 'softmax_nll_kernel', 'softmax_nll', 'clipped_log', 'TemperatureScaling',
-           'softmax_map_objective', 'softmax_map_fit', 'VectorScaling', 'MatrixScaling', 'pava', 'isotonic_fit',
-           'IsotonicCalibration', 'SegmentTemperatureScaling', 'temperature_score', 'check_stage_names',
+           'softmax_map_objective', 'softmax_map_hessp', 'softmax_map_fit', 'VectorScaling', 'MatrixScaling', 'pava',
+           'isotonic_fit', 'IsotonicCalibration', 'SegmentTemperatureScaling', 'temperature_score', 'check_stage_names',
            'check_stage_weights', 'stage_mean', 'StageAverage', 'averageable', 'FirstStageSelection',
            'stratified_folds', 'weighted_pairs', 'gap_rows', 'brier_choice', 'select_first_stage']
 
@@ -240,7 +241,43 @@ def softmax_map_objective(theta:np.ndarray, # (m,) the free entries
 
 
 # %% ../nbs/84_first_stage.ipynb #535ce1de
-NEWTON_MAX_PARAMS = 4000   # above it softmax_map_fit uses L-BFGS (the Hessian would take over 128 MB)
+NEWTON_MAX_PARAMS = 400   # above it softmax_map_fit solves each Newton step by conjugate gradients (no Hessian)
+
+def softmax_map_hessp(theta:np.ndarray, # (m,) the free entries where the Hessian is taken
+                      Lt:np.ndarray,    # (n, d) each row's features
+                      w:np.ndarray,     # (n,) weights >= 0, not all 0
+                      ci:np.ndarray, di:np.ndarray, # (m,) each free entry's class and feature
+                      reg:float, n_classes:int,
+                     ) -> tuple:        # (hv: v -> H v, pre: r -> B^-1 r with B the Hessian's blocks per class)
+    """The Hessian of `softmax_map_objective` at theta as a product with a vector (2 n m multiply-adds), and the
+    inverse of its diagonal blocks, one per class (the entries of a class, when every class has as many; else the
+    inverse of its diagonal): the preconditioner of the conjugate gradients."""
+    M = np.zeros((n_classes, Lt.shape[1]))
+    M[ci, di] = theta
+    P, q = softmax(Lt @ M.T, axis=1), (w / w.sum())[:, None]
+    def hv(v):
+        V = np.zeros_like(M)
+        V[ci, di] = v
+        dZ = Lt @ V.T                                  # the logits' change along v
+        return ((q * P * (dZ - (P * dZ).sum(1, keepdims=True))).T @ Lt)[ci, di] + 2 * reg * v
+    S = q * P * (1 - P)                                # (n, C): each row's curvature in each class's own logit
+    order = np.argsort(ci, kind='stable')
+    k = len(ci) // n_classes
+    if k * n_classes == len(ci) and np.array_equal(ci[order], np.repeat(np.arange(n_classes), k)):
+        idx = order.reshape(n_classes, k)              # the entries of each class
+        B = np.empty((n_classes, k, k))
+        for c in range(n_classes):                     # each class's block, by BLAS
+            F = Lt[:, di[idx[c]]]
+            B[c] = F.T @ (S[:, c:c + 1] * F) + 2 * reg * np.eye(k)
+        Binv = np.linalg.inv(B)
+        def pre(r):
+            out = np.empty_like(r)
+            out[idx] = np.einsum('cij,cj->ci', Binv, r[idx])
+            return out
+        return hv, pre
+    diag = (S.T @ Lt**2)[ci, di] + 2 * reg
+    return hv, lambda r: r / diag
+
 
 def softmax_map_fit(Lt:np.ndarray,    # (n, d) each row's features (log-probabilities and a column of ones)
                     y:np.ndarray,     # (n,) labels 0..C-1
@@ -250,24 +287,29 @@ def softmax_map_fit(Lt:np.ndarray,    # (n, d) each row's features (log-probabil
                     ref:np.ndarray,   # (m,) the penalty's centre, and the start
                     reg:float,        # weight of the penalty reg ||theta - ref||^2 (> 0)
                     n_classes:int,    # C
-                    max_iter:int,     # Newton steps (L-BFGS iterations above max_params) at most
-                    max_params:int=NEWTON_MAX_PARAMS,  # Newton's method up to this many free entries
+                    max_iter:int,     # Newton steps at most
+                    max_params:int=NEWTON_MAX_PARAMS,  # a dense Hessian up to this many free entries
                    ) -> tuple:        # (theta (m,), the steps taken)
     "The free entries theta of a map M minimizing mean NLL of softmax(Lt M^T) + reg ||theta - ref||^2."
     fgh = lambda theta, hessian=True: softmax_map_objective(theta, Lt, y, w, ci, di, ref, reg, n_classes, hessian)
     theta = np.array(ref, dtype=np.float64)
-    if len(theta) > max_params:
-        res = minimize(lambda t: fgh(t, False), theta, jac=True, method='L-BFGS-B', options=dict(maxiter=max_iter))
-        return res.x, int(res.nit)
-    f, g, H = fgh(theta)
+    dense = len(theta) <= max_params                   # else no Hessian: each step by conjugate gradients
+    def newton_step(theta, g, H):
+        if dense: return np.linalg.solve(H, -g)
+        hv, pre = softmax_map_hessp(theta, Lt, w, ci, di, reg, n_classes)
+        m = len(theta)
+        step, _ = cg(LinearOperator((m, m), matvec=hv), -g, rtol=1e-6, maxiter=20 * m,
+                     M=LinearOperator((m, m), matvec=pre))   # block-Jacobi preconditioner
+        return step
+    f, g, H = fgh(theta, dense) if dense else fgh(theta, False) + (None,)
     for it in range(1, max_iter + 1):
-        step = np.linalg.solve(H, -g)
+        step = newton_step(theta, g, H)
         t, slope = 1.0, float(g @ step)
         while -slope > 1e-12 * (1 + abs(f)):   # else the decrease is below f's rounding: the full step
             if fgh(theta + t * step, False)[0] <= f + 1e-4 * t * slope or t < 1e-12: break
             t *= 0.5
         theta = theta + t * step
-        f, g, H = fgh(theta)
+        f, g, H = fgh(theta, dense) if dense else fgh(theta, False) + (None,)
         if np.max(np.abs(t * step)) <= 1e-13 * (1 + np.max(np.abs(theta))): break
     return theta, it
 

@@ -16,7 +16,7 @@ __all__ = ['FEATURE_TILE', 'replay_features', 'feature_replay_flops']
 FEATURE_TILE = 128   # rows per task of the feature-space replay: its state, (2 D + 3 A + 4) x 128 numbers, in cache
 
 # %% ../nbs/07a_replay.ipynb #d8874afb
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, error_model='numpy')   # no division checks: the loops vectorize
 def replay_features(X,       # (N, D) C-contiguous: the start predictions' features phi(p0(x))
                     Wc, Wd,  # (R, D) C-contiguous: the rounds' C_t and d_t as vectors of R^D, A rows a round,
                              # the members' rounds one after the other
