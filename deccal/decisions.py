@@ -4,7 +4,6 @@
 
 # %% ../nbs/04_decisions.ipynb #97875e22
 from __future__ import annotations
-import math
 import numpy as np
 import numba as nb
 from .exponential import exp_block
