@@ -20,7 +20,8 @@ from deccal.estimators import (DecisionCalibratedClassifier, DecisionCalibratedR
                                _EXPECTED_FAILED_CHECKS)
 
 
-@pytest.mark.parametrize('est', [DecisionCalibratedClassifier(cv=3), DecisionCalibratedRegressor(cv=3)],
+@pytest.mark.parametrize('est', [DecisionCalibratedClassifier(cv=3, max_rounds=5),
+                                 DecisionCalibratedRegressor(cv=3, max_rounds=5)],
                          ids=lambda e: type(e).__name__)
 def test_sklearn_estimator_checks(est):
     with warnings.catch_warnings():
@@ -270,7 +271,7 @@ def test_first_stage_bad_name(digits, bad):
 def test_sklearn_estimator_checks_with_a_first_stage():
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        check_estimator(DecisionCalibratedClassifier(cv=3, first_stage='temperature'),
+        check_estimator(DecisionCalibratedClassifier(cv=3, first_stage='temperature', max_rounds=5),
                         expected_failed_checks=_EXPECTED_FAILED_CHECKS['DecisionCalibratedClassifier'])
 
 
