@@ -19,8 +19,8 @@ from .zhao import ZhaoDeCal
 
 
 # %% auto #0
-__all__ = ['KINDS', 'read_array', 'read_predictions', 'kernel_from_options', 'save_embedding', 'load_embedding', 'cmd_audit',
-           'cmd_calibrate', 'cmd_transform', 'demo_data', 'run_demo', 'parser', 'main']
+__all__ = ['KINDS', 'csv_numbers', 'read_array', 'read_predictions', 'kernel_from_options', 'save_embedding', 'load_embedding',
+           'cmd_audit', 'cmd_calibrate', 'cmd_transform', 'demo_data', 'run_demo', 'parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #9c80478f
 def _relabel(e:DeccalError, arg:str, prefix:str='') -> DeccalError:
@@ -33,6 +33,44 @@ def _spec_file(spec) -> tuple:
     has_key = str(spec).count(':') == 1 and not Path(spec).exists()
     path, _, key = str(spec).partition(':') if has_key else (str(spec), '', '')
     return path, key
+
+# %% ../nbs/90_cli.ipynb #d5504182
+def _is_int_token(s:str) -> bool:
+    "Whether a CSV field is an integer written without a decimal point or exponent (as pandas writes labels)."
+    s = s.strip()
+    return s.lstrip('-').isdigit()
+
+# %% ../nbs/90_cli.ipynb #abbf2870
+def csv_numbers(text:str,  # the file's text (a byte-order mark already removed)
+                path:str,  # the file's name, for messages
+                name:str,  # the option it came from, for messages
+               ) -> np.ndarray: # (rows, columns) floats
+    "The numbers of a CSV table, without its header line or index column (pandas' defaults included)."
+    lines = [(i + 1, l) for i, l in enumerate(text.splitlines()) if l.strip()]
+    if not lines: raise DeccalError(name, f"{path!r} is empty")
+    fields = [(no, l.split(',')) for no, l in lines]
+    def row(no, f):
+        try: return [float(v) for v in f]
+        except ValueError:
+            raise DeccalError(name, f"{path!r} line {no} is not comma-separated numbers: {','.join(f)[:60]!r}") from None
+    head, body = fields[0][1], fields[1:]
+    floats = lambda rows, cols: any(not _is_int_token(r[j]) for _, r in rows for j in cols if j < len(r))
+    try:
+        first = row(*fields[0])
+        k = len(head)
+        header = (k >= 2 and all(_is_int_token(v) for v in head) and first == list(range(k))
+                  and floats(body, range(k)))                         # pandas' default column names
+    except DeccalError: header = True                                  # names: a header line
+    index = header and head[0].strip() == ''                            # pandas' unnamed index over a first column
+    rows = body if header else fields
+    if not rows: raise DeccalError(name, f"{path!r} has a header but no rows")
+    if not header and len(rows) > 1 and len(rows[0][1]) > 1:          # a RangeIndex written without the header
+        col0 = [r[0] for _, r in rows]
+        index = (all(_is_int_token(v) for v in col0) and [int(v) for v in col0] == list(range(len(rows)))
+                 and floats(rows, range(1, len(rows[0][1]))))
+    a = [row(no, f[1:] if index else f) for no, f in rows]
+    if len({len(r) for r in a}) != 1: raise DeccalError(name, f"{path!r} has rows of different lengths")
+    return np.array(a)
 
 # %% ../nbs/90_cli.ipynb #c29a0283
 def read_array(spec:str,   # FILE.npz, FILE.npz:KEY or FILE.csv
@@ -62,18 +100,7 @@ def read_array(spec:str,   # FILE.npz, FILE.npz:KEY or FILE.csv
         try: text = p.read_text(encoding='utf-8-sig')     # a byte-order mark (spreadsheet exports) is not data
         except UnicodeDecodeError: raise DeccalError(name, f"{path!r} is not a text (CSV) file") from None
         except OSError as e: raise DeccalError(name, f"{path!r} cannot be read ({e.strerror})") from None
-        lines = [(i + 1, l) for i, l in enumerate(text.splitlines()) if l.strip()]
-        if not lines: raise DeccalError(name, f"{path!r} is empty")
-        def row(no, l):
-            try: return [float(v) for v in l.split(',')]
-            except ValueError:
-                raise DeccalError(name, f"{path!r} line {no} is not comma-separated numbers: {l[:60]!r}") from None
-        try: row(*lines[0])
-        except DeccalError: lines = lines[1:]                      # a header line
-        rows = [row(no, l) for no, l in lines]
-        if not rows: raise DeccalError(name, f"{path!r} has a header but no rows")
-        if len({len(r) for r in rows}) != 1: raise DeccalError(name, f"{path!r} has rows of different lengths")
-        a = np.array(rows)
+        a = csv_numbers(text, path, name)
         if a.shape[1] == 1: a = a[:, 0]
     else: raise DeccalError(name, f"{path!r} must be a .npz or .csv file")
     if a.size == 0: raise DeccalError(name, f"{path!r} holds an empty array")

@@ -398,3 +398,21 @@ def test_default_jobs_pass_the_memory_check():
     "The demo's defaults and a large but ordinary audit are far below the limit (no false refusal)."
     cli._check_demo_memory(3000, 3, 4, '--n', '--actions')
     check_memory(search_bytes(10**6, 10), '--actions', 'a million rows')
+
+
+# 5. tables written by pandas ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize('kw', [dict(index=False), dict(), dict(header=False)], ids=['no index', 'index', 'no header'])
+def test_pandas_tables_are_read_as_written(files, tmp_path, kw):
+    "pandas' default header (0,1,...) and its index column are not data: the audit sees the 60 rows and 2 columns."
+    pd = pytest.importorskip('pandas')
+    for nm in ('pred', 'y'):
+        A = np.loadtxt(files / f'{nm}.csv', delimiter=',')
+        pd.DataFrame(A).to_csv(tmp_path / f'{nm}.csv', **kw)
+        np.testing.assert_array_equal(cli.read_array(tmp_path / f'{nm}.csv', '--y'), A)
+    rc, out, err = run('audit', '--pred', tmp_path / 'pred.csv', '--y', tmp_path / 'y.csv', '--actions', 2, '--quiet',
+                       '--report', tmp_path / 'r.json')
+    assert rc == 0, err
+    import json
+    rep = json.loads((tmp_path / 'r.json').read_text())
+    assert rep['audit']['n'] == 60, rep
