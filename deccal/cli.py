@@ -595,10 +595,24 @@ def _error_line(e:DeccalError) -> str:
     text = f"{opt}: {e.message}" if opt else str(e)
     return f"deccal: error: {(text.splitlines() or [''])[0]}"
 
+# %% ../nbs/90_cli.ipynb #b1eaec80
+def _os_error_line(e:OSError) -> str:
+    "The one line for an OSError: what the system said, and the file it said it about."
+    where = f" {e.filename}" if getattr(e, 'filename', None) else ''
+    return f"deccal: error:{where} {e.strerror or e}".rstrip()
+
+# %% ../nbs/90_cli.ipynb #e0ae02dd
+def _quiet_stdout():
+    "Point stdout at /dev/null, so that the interpreter's last flush into a closed pipe is not an error too."
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError): pass            # stdout is not a file (a test's StringIO)
+
 # %% ../nbs/90_cli.ipynb #f081165d
 def main(argv:list=None, # the arguments (default: the command line)
         ) -> int:        # the exit status
-    "The `deccal` console script: 0 on success; 2 on bad input, 130 on Ctrl-C, 143 on SIGTERM, with a line on stderr."
+    "The `deccal` console script: 0 on success, else the status and the one line of the table above."
     here = threading.current_thread() is threading.main_thread()     # signal handlers can only be set there
     if here: old = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
@@ -606,6 +620,8 @@ def main(argv:list=None, # the arguments (default: the command line)
     except _Terminated: _say("deccal: terminated"); return 143
     except KeyboardInterrupt: _say("deccal: interrupted"); return 130
     except DeccalError as e: _say(_error_line(e)); return 2
+    except BrokenPipeError: _quiet_stdout(); return 141           # the reader of the output went away (| head)
+    except OSError as e: _say(_os_error_line(e)); return 1         # the machine refused a read or a write
     except SystemExit as e:     # argparse: --help, or its errors
         return e.code if isinstance(e.code, int) else 0 if e.code is None else 1
     finally:

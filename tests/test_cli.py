@@ -416,3 +416,24 @@ def test_pandas_tables_are_read_as_written(files, tmp_path, kw):
     import json
     rep = json.loads((tmp_path / 'r.json').read_text())
     assert rep['audit']['n'] == 60, rep
+
+
+# 6. the system's refusals after the checks, and a closed pipe ---------------------------------------------
+
+def test_a_refused_write_is_one_line(files, tmp_path, monkeypatch):
+    "An OSError after the work (a full disk) ends with one line naming the file and status 1, not a traceback."
+    import errno
+    def full(*a, **k): raise OSError(errno.ENOSPC, 'No space left on device', str(tmp_path / 'cal.npz'))
+    monkeypatch.setattr(DimFreeDeCal, 'save', full)
+    rc, out, err = run('calibrate', *CAL_ARGS(files), '--quiet', '--output', tmp_path / 'cal.npz')
+    assert rc == 1 and one_line(err) == f"deccal: error: {tmp_path / 'cal.npz'} No space left on device", err
+
+
+def test_a_closed_pipe_is_quiet(files):
+    "`deccal audit ... | true`: the reader is gone before the table is written; no traceback, status 141."
+    code = "import sys; from deccal.cli import main; sys.exit(main(sys.argv[1:]))"
+    cmd = ' '.join(shlex.quote(str(a)) for a in (PY, '-c', code, 'audit', *AUDIT_ARGS(files), '--quiet'))
+    r = subprocess.run(['bash', '-c', cmd + ' | true; echo "status ${PIPESTATUS[0]}" >&2'], capture_output=True,
+                       text=True, timeout=120)
+    assert 'Traceback' not in r.stderr and 'BrokenPipe' not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == 'status 141', r.stderr
