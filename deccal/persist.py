@@ -16,8 +16,8 @@ from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
 
 # %% auto #0
-__all__ = ['FORMAT_VERSION', 'READS', 'CALIBRATORS', 'HISTORY_KEYS', 'STOP_REASONS', 'check_writable', 'calibrator_checksum',
-           'load_calibrator']
+__all__ = ['FORMAT_VERSION', 'READS', 'CALIBRATORS', 'HISTORY_KEYS', 'STOP_REASONS', 'MEMBERS', 'MEMBERS_SINCE', 'MEMBERS_UNTIL',
+           'check_writable', 'calibrator_checksum', 'check_members', 'load_calibrator']
 
 # %% ../nbs/09a_persist.ipynb #e17ba48c
 FORMAT_VERSION = 6   # 6: the groups' definition; 5: each round's group; 4: a checksum; 3: the kernel by its registry
@@ -224,6 +224,28 @@ def _read_calibrator(f, version:int) -> DimFreeDeCal:
                                 n_groups_=n_groups if n_groups > 0 else None,
                                 groups_=_read_definition(f, version, n_groups))
 
+# %% ../nbs/09a_persist.ipynb #5edb1ae2
+MEMBERS = ('format', 'version', 'cls', 'kernel', 'kernel_params', 'params', 'Y', 'K', 'Z', 'W', 'V', 'theta', 'gamma',
+           'C', 'D', 'KD', 'eta', 'group', 'n_groups_', 'groups_definition', 'R2_', 'round_bound_', 'best_round_',
+           'stop_reason_', 'captured_trace_', 'rank_', 'base_square_loss_', 'checksum',
+           *('hist_' + k for k in HISTORY_KEYS), 'kernel_name', 'extra')   # every member a calibrator file can hold
+MEMBERS_SINCE = dict(checksum=4, group=5, n_groups_=5, groups_definition=6)   # the version that added each
+MEMBERS_UNTIL = dict(kernel_name=2, extra=2)                                  # the last version that had each
+
+# %% ../nbs/09a_persist.ipynb #067a7398
+def check_members(files:list,  # the members' names in the file
+                  version:int, # the version the file says it has
+                  where:str,   # the file, for messages
+                 ):
+    "Refuse a member no calibrator file has, or one the file's version does not have (a version changed by hand)."
+    for m in files:
+        if m not in MEMBERS: raise DeccalError('path', f"{where} has a member {m!r} that no calibrator file has")
+        if MEMBERS_SINCE.get(m, 0) > version or MEMBERS_UNTIL.get(m, version) < version:
+            came = (f"added in version {MEMBERS_SINCE[m]}" if m in MEMBERS_SINCE
+                    else f"last in version {MEMBERS_UNTIL[m]}")
+            raise DeccalError('path', f"{where} says format version {version} but has the member {m!r} ({came}): "
+                              "its version was changed after it was written")
+
 # %% ../nbs/09a_persist.ipynb #20359faf
 def _verify_checksum(f, where:str):
     "Refuse a file (version 4 and later) whose members no longer have the checksum `save` stored."
@@ -257,6 +279,7 @@ def load_calibrator(path, # a file written by `save` (format version 2 to 6)
             if version not in READS:
                 raise DeccalError('path', f"{where} has calibrator format version {version}; this deccal reads "
                                   f"versions {', '.join(map(str, READS))}")
+            check_members(f.files, version, where)
             if version >= 4: _verify_checksum(f, where)
             return _read_calibrator(f, version)
         except _Corrupt as e:

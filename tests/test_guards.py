@@ -165,3 +165,9 @@ def test_audit_refuses_a_radius_that_overflows_its_search():
     px = r.uniform(0.2, 0.8, (60, 2)); y = np.clip(px + 0.1 * r.normal(size=(60, 2)), 0, 1)
     with pytest.raises(DeccalError, match='^R1:'): audit(Embedding.from_points(px), y, kernel=RBF(1.0), R1=1e305)
     assert np.isfinite(audit(Embedding.from_points(px), y, kernel=RBF(1.0), R1=1e200, n_starts=1).value)
+
+
+def test_a_norm_past_the_largest_float_is_refused_by_name():
+    "||y|| above 1.8e308 (each entry finite) is refused naming Y, not an OverflowError while writing the message."
+    with pytest.raises(DeccalError, match=r"K\(y, y\) = exp.*rescale Y"):
+        ExpInner().check(np.array([[1.5e308, 1.5e308]]))
