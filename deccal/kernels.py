@@ -301,7 +301,8 @@ class Kernel:
             ld = self._log_diag(Y)
             i = int(np.argmax(ld))
             if ld[i] > math.log(self.max_diag):
-                with np.errstate(over='ignore'): norm = float(np.exp(0.5 * _log_sq_norms(Y[i:i + 1])[0]))   # inf past 1.8e308
+                with np.errstate(over='ignore'):      # ||y||: inf past 1.8e308
+                    norm = float(np.exp(0.5 * _log_sq_norms(Y[i:i + 1])[0]))
                 raise DeccalError(name, f"K(y, y) = {self._diag_formula} is about {_power_of_10(ld[i])} at row {i} "
                                         f"(||y|| = {norm:.3g}), above {self.max_diag:g}; rescale {name} (e.g. "
                                         "divide it by its largest norm)")
