@@ -52,8 +52,8 @@ def csv_numbers(text:str,  # the file's text (a byte-order mark already removed)
     def row(no, f):
         try: return [float(v) for v in f]
         except ValueError:
-            text = ','.join(f)[:60]
-            raise DeccalError(name, f"{path!r} line {no} is not comma-separated numbers: {text!r}") from None
+            shown = ','.join(f)[:60]
+            raise DeccalError(name, f"{path!r} line {no} is not comma-separated numbers: {shown!r}") from None
     head, body = fields[0][1], fields[1:]
     floats = lambda rows, cols: any(not _is_int_token(r[j]) for _, r in rows for j in cols if j < len(r))
     try:
