@@ -7,17 +7,19 @@ from __future__ import annotations
 import ast, hashlib, json, os, zipfile, zlib
 from pathlib import Path
 import numpy as np
-from .checks import DeccalError, DeccalTypeError, check_output_path, atomic_write, patch
+from .checks import DeccalError, DeccalTypeError, NotFittedError, check_output_path, atomic_write, patch
 from .kernels import kernel_spec, make_kernel
 from .embedding import Embedding
 from .groups import Groups
 from .basis import Basis
 from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
+from .crossfit import CrossFitDeCal
 
 # %% auto #0
 __all__ = ['FORMAT_VERSION', 'READS', 'CALIBRATORS', 'HISTORY_KEYS', 'STOP_REASONS', 'MEMBERS', 'MEMBERS_SINCE', 'MEMBERS_UNTIL',
-           'check_writable', 'calibrator_checksum', 'check_members', 'load_calibrator']
+           'CROSSFIT_VERSION', 'check_writable', 'calibrator_checksum', 'calibrator_arrays', 'check_members',
+           'load_calibrator', 'Prefixed']
 
 # %% ../nbs/09a_persist.ipynb #e17ba48c
 FORMAT_VERSION = 6   # 6: the groups' definition; 5: each round's group; 4: a checksum; 3: the kernel by its registry
@@ -55,38 +57,47 @@ def calibrator_checksum(arrays:dict, # the file's members by name (a `checksum` 
         h.update(repr((k, a.dtype.str, a.shape)).encode()); h.update(a.tobytes())
     return h.hexdigest()
 
-# %% ../nbs/09a_persist.ipynb #1a429824
+# %% ../nbs/09a_persist.ipynb #30f185bf
+def calibrator_arrays(cal:DimFreeDeCal, # a fitted DimFreeDeCal or ZhaoDeCal
+                     ) -> dict:         # the file's members by name, the checksum included
+    "The members of a calibrator's file, as `save` writes them (format version FORMAT_VERSION)."
+    cal.check_fitted()
+    params = cal.params_
+    kname, kparams = kernel_spec(params['kernel'])           # a DeccalError for a kernel that holds Python code
+    b, p0, T = cal.basis_, cal.basis_.P, len(cal.rounds_)
+    M, A = b.m, params['n_actions']
+    stack = lambda key: np.stack([r[key] for r in cal.rounds_]) if T else np.zeros((0, A, M))
+    hist = {k: np.array([np.nan if h.get(k) is None else h[k] for h in cal.history_], float) for k in HISTORY_KEYS}
+    stored = {k: _plain(v) for k, v in params.items() if k != 'kernel'}
+    base = getattr(cal, 'base_square_loss_', None)
+    definition = getattr(cal, 'groups_', None)          # the groups' definition, as JSON ('' when none is kept)
+    arrays = dict(format=np.array('deccal-calibrator'), version=np.array(FORMAT_VERSION),
+                  cls=np.array(type(cal).__name__),
+                  kernel=np.array(kname), kernel_params=np.array(repr({k: _plain(v) for k, v in kparams.items()})),
+                  params=np.array(repr(stored)),
+                  Y=b.Y, K=b.K, Z=p0.Z, W=p0.W, V=p0.V, theta=p0.theta, gamma=p0.gamma,
+                  C=stack('C'), D=stack('D'), KD=stack('KD'), eta=np.array([r['eta'] for r in cal.rounds_], float),
+                  group=np.array([r.get('group', -1) for r in cal.rounds_], np.int64),
+                  n_groups_=np.array(-1 if getattr(cal, 'n_groups_', None) is None else cal.n_groups_),
+                  groups_definition=np.array('' if definition is None else json.dumps(definition.to_dict())),
+                  R2_=np.array(cal.R2_), round_bound_=np.array(float(cal.round_bound_)),
+                  best_round_=np.array(cal.best_round_), stop_reason_=np.array(cal.stop_reason_),
+                  captured_trace_=np.array(cal.captured_trace_), rank_=np.array(cal.rank_),
+                  base_square_loss_=np.array(np.nan if base is None else base),
+                  **{'hist_' + k: v for k, v in hist.items()})
+    arrays['checksum'] = np.array(calibrator_checksum(arrays))
+    return arrays
+
+# %% ../nbs/09a_persist.ipynb #e974a609
 @patch
 def save(self:DimFreeDeCal,
          path, # the file to write: exactly this name (no suffix is added); its folder must exist and be writable
         ):
     "Save the fitted calibrator to one `.npz` file, written whole or not at all (an existing file replaced on success)."
     self.check_fitted()
-    params = self.params_
-    kname, kparams = kernel_spec(params['kernel'])           # a DeccalError for a kernel that holds Python code
-    check_writable(path)                                # before any work
-    b, p0, T = self.basis_, self.basis_.P, len(self.rounds_)
-    M, A = b.m, params['n_actions']
-    stack = lambda key: np.stack([r[key] for r in self.rounds_]) if T else np.zeros((0, A, M))
-    hist = {k: np.array([np.nan if h.get(k) is None else h[k] for h in self.history_], float) for k in HISTORY_KEYS}
-    stored = {k: _plain(v) for k, v in params.items() if k != 'kernel'}
-    base = getattr(self, 'base_square_loss_', None)
-    definition = getattr(self, 'groups_', None)          # the groups' definition, as JSON ('' when none is kept)
-    arrays = dict(format=np.array('deccal-calibrator'), version=np.array(FORMAT_VERSION),
-                  cls=np.array(type(self).__name__),
-                  kernel=np.array(kname), kernel_params=np.array(repr({k: _plain(v) for k, v in kparams.items()})),
-                  params=np.array(repr(stored)),
-                  Y=b.Y, K=b.K, Z=p0.Z, W=p0.W, V=p0.V, theta=p0.theta, gamma=p0.gamma,
-                  C=stack('C'), D=stack('D'), KD=stack('KD'), eta=np.array([r['eta'] for r in self.rounds_], float),
-                  group=np.array([r.get('group', -1) for r in self.rounds_], np.int64),
-                  n_groups_=np.array(-1 if getattr(self, 'n_groups_', None) is None else self.n_groups_),
-                  groups_definition=np.array('' if definition is None else json.dumps(definition.to_dict())),
-                  R2_=np.array(self.R2_), round_bound_=np.array(float(self.round_bound_)),
-                  best_round_=np.array(self.best_round_), stop_reason_=np.array(self.stop_reason_),
-                  captured_trace_=np.array(self.captured_trace_), rank_=np.array(self.rank_),
-                  base_square_loss_=np.array(np.nan if base is None else base),
-                  **{'hist_' + k: v for k, v in hist.items()})
-    arrays['checksum'] = np.array(calibrator_checksum(arrays))
+    kernel_spec(self.params_['kernel'])                # a DeccalError for a kernel that holds Python code
+    check_writable(path)                               # before any work
+    arrays = calibrator_arrays(self)
     atomic_write(path, lambda f: np.savez(f, **arrays))
 
 # %% ../nbs/09a_persist.ipynb #cc094709
@@ -255,8 +266,8 @@ def _verify_checksum(f, where:str):
                           "saved it (or the file is damaged)")
 
 # %% ../nbs/09a_persist.ipynb #a61ceb0f
-def load_calibrator(path, # a file written by `save` (format version 2 to 6)
-                   ) -> DimFreeDeCal:
+def load_calibrator(path, # a file written by `save` (format version 2 to 6) or `CrossFitDeCal.save`
+                   ):     # a DimFreeDeCal, ZhaoDeCal or CrossFitDeCal
     "Load a calibrator saved with `.save(path)`, after checking its checksum and that its contents agree."
     if not isinstance(path, (str, os.PathLike)): raise DeccalTypeError('path', f"expected a file path, got {path!r}")
     where, made = repr(str(path)), "the .npz file that a calibrator's `save` (or `deccal calibrate`) writes"
@@ -271,6 +282,7 @@ def load_calibrator(path, # a file written by `save` (format version 2 to 6)
     with f:
         try:
             kind = str(f['format']) if 'format' in f.files else None
+            if kind == 'deccal-crossfit': return _read_crossfit(f, where)
             if kind == 'deccal-embedding':
                 raise DeccalError('path', f"{where} holds predictions (written by `deccal transform` or "
                                   "`save_embedding`), not a calibrator")
@@ -292,3 +304,84 @@ def load_calibrator(path, # a file written by `save` (format version 2 to 6)
             raise DeccalError('path', f"{where} is not a deccal calibrator file or is corrupted "
                               f"({type(e).__name__}: {e})") from None
 
+
+# %% ../nbs/09a_persist.ipynb #143c73a7
+CROSSFIT_VERSION = 1   # the format of a cross-fitted calibrator's file
+
+# %% ../nbs/09a_persist.ipynb #28b0c3dd
+class Prefixed:
+    "The members of an opened `.npz` file whose names start with `prefix`, under the rest of their names."
+    def __init__(self, f, prefix:str): self.f, self.prefix = f, prefix
+    @property
+    def files(self) -> list: return [k[len(self.prefix):] for k in self.f.files if k.startswith(self.prefix)]
+    def __getitem__(self, key:str): return self.f[self.prefix + key]
+
+# %% ../nbs/09a_persist.ipynb #8ca7f90e
+@patch
+def save(self:CrossFitDeCal,  # noqa: F811
+         path, # the file to write: exactly this name; its folder must exist and be writable
+        ):
+    "Save the fitted cross-fitted calibrator to one `.npz` file: every fold calibrator, the folds, the rounds kept."
+    if not hasattr(self, 'members_'):
+        raise NotFittedError(type(self).__name__, "this calibrator is not fitted yet: call fit(pred, Y) first")
+    for m in self.members_: kernel_spec(m.params_['kernel'])   # a kernel that holds Python code cannot be saved
+    check_writable(path)                                      # before any work
+    opts = {k: _plain(v) for k, v in self.get_params(deep=False).items() if k != 'calibrator'}
+    definition = getattr(self, 'groups_', None)
+    arrays = dict(format=np.array('deccal-crossfit'), version=np.array(CROSSFIT_VERSION), params=np.array(repr(opts)),
+                  folds_=np.asarray(self.folds_, np.int64), best_round_=np.array(self.best_round_),
+                  gain_=np.asarray(self.gain_, float), gain_se_=np.asarray(self.gain_se_, float),
+                  rounds_run_=np.asarray(self.rounds_run_, np.int64),
+                  round_scores_=np.asarray(self.round_scores_, float),
+                  out_of_fold_losses_=np.asarray(self.out_of_fold_losses_, float),
+                  groups_definition=np.array('' if definition is None else json.dumps(definition.to_dict())))
+    parts = [('member', self.members_)]
+    if self.fold_members_ is not self.members_: parts.append(('fold', self.fold_members_))
+    for name, cals in parts:
+        for k, m in enumerate(cals): arrays.update({f"{name}{k}_{key}": v for key, v in calibrator_arrays(m).items()})
+    arrays['checksum'] = np.array(calibrator_checksum(arrays))
+    atomic_write(path, lambda f: np.savez(f, **arrays))
+
+# %% ../nbs/09a_persist.ipynb #a53c4896
+def _read_members(f, name:str, where:str) -> list:
+    "The fold calibrators stored under `name<k>_`, each checked as a calibrator's file is."
+    out, k = [], 0
+    while f"{name}{k}_format" in f.files:
+        v = Prefixed(f, f"{name}{k}_")
+        if str(v['format']) != 'deccal-calibrator': raise _Corrupt(f"{name} {k} is not a calibrator")
+        version = int(_scalar(v, 'version'))
+        if version != FORMAT_VERSION: raise _Corrupt(f"{name} {k} has format version {version}")
+        check_members(v.files, version, f"{where} ({name} {k})")
+        _verify_checksum(v, f"{where} ({name} {k})")
+        out.append(_read_calibrator(v, version)); k += 1
+    return out
+
+# %% ../nbs/09a_persist.ipynb #796ac835
+def _read_crossfit(f, where:str) -> CrossFitDeCal:
+    "Rebuild a cross-fitted calibrator from an opened file (its checksum verified), checking that its parts agree."
+    version = int(_scalar(f, 'version'))
+    if version != CROSSFIT_VERSION:
+        raise DeccalError('path', f"{where} has cross-fitted format version {version}; this deccal reads "
+                                  f"{CROSSFIT_VERSION}")
+    _verify_checksum(f, where)
+    members = _read_members(f, 'member', where)
+    folds_of = _read_members(f, 'fold', where) or members
+    if not members: raise _Corrupt("it holds no fold calibrators")
+    opts = ast.literal_eval(str(f['params']))
+    first = members[0]
+    obj = CrossFitDeCal(type(first)(**first.get_params(deep=False)), **opts)
+    params = obj.checked_params()
+    folds, best = f['folds_'], int(_scalar(f, 'best_round_'))
+    K = params['n_folds']
+    if folds.ndim != 1 or folds.dtype.kind not in 'iu' or (len(folds) and not 0 <= folds.min() <= folds.max() < K):
+        raise _Corrupt(f"folds_ must be {K} fold numbers, one per row")
+    if len(folds_of) != K or len(members) != (K if params['ensemble'] else 1):
+        raise _Corrupt(f"{len(members)} calibrators and {len(folds_of)} fold calibrators for {K} folds")
+    if any(len(m.rounds_) > best for m in members + folds_of):
+        raise _Corrupt(f"a fold calibrator holds more than the {best} rounds kept")
+    obj.params_, obj.members_, obj.fold_members_, obj.folds_, obj.best_round_ = params, members, folds_of, folds, best
+    obj.gain_, obj.gain_se_, obj.rounds_run_ = f['gain_'], f['gain_se_'], f['rounds_run_'].tolist()
+    obj.round_scores_, obj.out_of_fold_losses_ = f['round_scores_'], f['out_of_fold_losses_']
+    obj.guard_, obj.seconds_ = None, None
+    obj.groups_ = _read_definition(f, FORMAT_VERSION, first.n_groups_ or -1)
+    return obj

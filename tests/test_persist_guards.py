@@ -200,3 +200,21 @@ def test_a_lowered_version_is_refused(fitted, tmp_path, version):
     np.savez(tmp_path / 'low.npz', **{**a, 'version': np.array(version)})
     with pytest.raises(DeccalError, match=f"says format version {version} but has the member"):
         persist.load_calibrator(tmp_path / 'low.npz')
+
+
+def test_the_estimators_calibrator_saves_and_loads(tmp_path):
+    "The default classifier's calibrator_ (a CrossFitDeCal) saved and loaded gives the same probabilities, bit for bit."
+    from sklearn.datasets import make_classification
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.naive_bayes import GaussianNB
+    from deccal.crossfit import CrossFitDeCal
+    from deccal.estimators import DecisionCalibratedClassifier
+    X, y = make_classification(1500, 8, n_informative=5, n_classes=3, random_state=0)
+    est = DecisionCalibratedClassifier(FrozenEstimator(GaussianNB().fit(X[:500], y[:500])), segments=None)
+    est.fit(X[500:1200], y[500:1200])
+    est.calibrator_.save(tmp_path / 'cal.npz')
+    back = persist.load_calibrator(tmp_path / 'cal.npz')
+    assert isinstance(back, CrossFitDeCal) and back.best_round_ == est.calibrator_.best_round_
+    P = est.predict_proba(X[1200:])
+    est.calibrator_ = back
+    np.testing.assert_array_equal(est.predict_proba(X[1200:]), P)
