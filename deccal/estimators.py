@@ -325,8 +325,12 @@ def _defaults(C:int, costs, n_actions, beta, R1, eps) -> tuple:
         A = costs.shape[1]
         if n_actions is not None and n_actions != A:
             raise DeccalError('n_actions', f"{n_actions} disagrees with costs, which have {A} actions (rows)")
-        R1_ = float(np.linalg.norm(costs, axis=2).max()) if R1 is None else float(R1)
-        if R1_ <= 0: raise DeccalError('costs', "all cost matrices are zero: there is nothing to calibrate for")
+        scale = float(np.abs(costs).max())
+        if scale == 0: raise DeccalError('costs', "all cost matrices are zero: there is nothing to calibrate for")
+        if not 1e-100 <= scale <= 1e100:              # squares and their inverses would leave the floats
+            raise DeccalError('costs', f"the largest cost is {scale:.3g}, outside [1e-100, 1e100]: rescale costs "
+                              "(every cost times the same positive number leaves the decisions as they are)")
+        R1_ = scale * float(np.linalg.norm(costs / scale, axis=2).max()) if R1 is None else float(R1)
     else:
         A = C if n_actions is None else int(n_actions)
         R1_ = float(np.sqrt(C)) if R1 is None else float(R1)

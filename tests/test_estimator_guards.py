@@ -214,3 +214,16 @@ def test_weights_change_the_calibrated_predictions():
     assert np.abs(pw - start).max() > 0.05                 # the calibration is not trivial
     gap_u, gap_d = np.abs(pw - pu).max(), np.abs(pw - pd_).max()
     assert gap_u > 0.05 and gap_d < 0.1 * gap_u, (gap_u, gap_d)
+
+
+@pytest.mark.parametrize('scale', [1e200, 1e-200])
+def test_costs_far_from_one_are_refused_naming_costs(scale):
+    "Costs scaled by 1e200 or 1e-200 are refused naming `costs` (not 'beta ... got 0.0' nor 'all zero')."
+    from sklearn.datasets import make_classification
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.naive_bayes import GaussianNB
+    X, y = make_classification(400, 6, n_informative=4, n_classes=3, random_state=0)
+    base = FrozenEstimator(GaussianNB().fit(X[:200], y[:200]))
+    M = np.random.default_rng(0).uniform(0, 1, (4, 3)) * scale
+    with pytest.raises(DeccalError, match=r'^costs: the largest cost is .* rescale costs'):
+        DecisionCalibratedClassifier(base, costs=M, segments=None).fit(X[200:], y[200:])
