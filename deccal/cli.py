@@ -20,7 +20,7 @@ from .zhao import ZhaoDeCal
 
 # %% auto #0
 __all__ = ['KINDS', 'csv_numbers', 'read_array', 'read_predictions', 'kernel_from_options', 'save_embedding', 'load_embedding',
-           'cmd_audit', 'cmd_calibrate', 'cmd_transform', 'demo_data', 'run_demo', 'parser', 'main']
+           'cmd_audit', 'cmd_calibrate', 'fitted_kind', 'cmd_transform', 'demo_data', 'run_demo', 'parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #9c80478f
 def _relabel(e:DeccalError, arg:str, prefix:str='') -> DeccalError:
@@ -306,12 +306,25 @@ def cmd_calibrate(a):
     print(f"wrote {a.output}")
     return cal
 
+# %% ../nbs/90_cli.ipynb #3de47834
+def fitted_kind(cal) -> str:  # 'probs', 'points' or 'samples'
+    """The kind of predictions a calibrator was fitted on, read from the base predictions its basis keeps: no own
+    atoms is class probabilities; one atom of weight 1 a point forecast; else samples."""
+    m = cal.members_[0] if hasattr(cal, 'members_') else cal     # a cross-fitted calibrator: its fold calibrators
+    P = m.basis_.P
+    if P.Z.shape[1] == 0: return 'probs'
+    return 'points' if P.Z.shape[1] == 1 and np.all(P.W == 1) else 'samples'
+
 # %% ../nbs/90_cli.ipynb #76985627
 def cmd_transform(a):
     "deccal transform: apply a saved calibrator to new predictions."
     _npz_output(a.output, 'predictions'); _check_not_an_input(a, '--output')
     try: cal = load_calibrator(a.calibrator)
     except DeccalError as e: raise _relabel(e, '--calibrator') from None
+    fitted = fitted_kind(cal)
+    if fitted != a.kind:
+        raise DeccalError('--kind', f"the calibrator was fitted on {fitted} predictions; these would be read as "
+                          f"{a.kind}: give --kind {fitted} (with predictions of that kind)")
     pred = read_predictions(a.pred, a.kind, a.classes)
     G = _groups(a)
     try: out = cal.transform(pred, G)

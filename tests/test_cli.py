@@ -437,3 +437,18 @@ def test_a_closed_pipe_is_quiet(files):
                        text=True, timeout=120)
     assert 'Traceback' not in r.stderr and 'BrokenPipe' not in r.stderr, r.stderr
     assert r.stderr.strip().splitlines()[-1] == 'status 141', r.stderr
+
+
+# 7. a calibrator applied to predictions of another kind ---------------------------------------------------
+
+def test_transform_refuses_another_kind(files, tmp_path):
+    "A calibrator fitted on point forecasts is not applied to samples: refused naming --kind, before any work."
+    samples = np.random.default_rng(1).uniform(-1, 1, (10, 4))                 # 4 samples a row, d = 1
+    np.savetxt(tmp_path / 'samples.csv', samples, delimiter=',')
+    rc, out, err = run('transform', '--calibrator', files / 'cal.npz', '--pred', tmp_path / 'samples.csv',
+                       '--kind', 'samples', '--output', tmp_path / 'out.npz')
+    assert rc == 2 and one_line(err).startswith('deccal: error: --kind: the calibrator was fitted on points'), err
+    assert not (tmp_path / 'out.npz').exists()
+    rc, out, err = run('transform', '--calibrator', files / 'cal.npz', '--pred', files / 'new.csv',
+                       '--output', tmp_path / 'ok.npz')
+    assert rc == 0, err
