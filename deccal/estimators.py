@@ -21,7 +21,8 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data, has_fit_parameter, check_is_fitted
 from .checks import DeccalError, DeccalTypeError, NotFittedError
-from .checks import check_array, as_points, check_sample_weight, check_number, row_blocks, patch, rows_of
+from .checks import check_array, as_points, check_sample_weight, check_number, check_int, row_blocks, patch
+from .checks import rows_of
 from .checks import one_blas_thread, check_label_kinds, check_bandwidth
 from .kernels import Kernel, Linear, RBF, MinKernel, KERNELS, make_kernel
 from .losses import Loss, OutcomeScale, PiecewiseLinearLoss, fit_loss
@@ -40,8 +41,8 @@ from .groups import Groups
 from .segment_search import categorical_columns, found_family, segment_effect
 
 # %% auto #0
-__all__ = ['SEARCH', 'COST_SLACK_SE', 'PLAIN_MARGIN_SE', 'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS',
-           'EVALS_PER_SECOND', 'EXACT_ROWS', 'MAX_KNN_FEATURES', 'calibrator_for', 'check_frozen_fitted',
+__all__ = ['SEARCH', 'COST_SLACK_SE', 'PLAIN_MARGIN_SE', 'FIRST_STAGE_FOLDS', 'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX',
+           'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS', 'MAX_KNN_FEATURES', 'calibrator_for', 'check_frozen_fitted',
            'DecisionCalibratedClassifier', 'project_simplex_floor', 'segment_family', 'with_absent_classes',
            'default_n_samples', 'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf',
            'outcome_scale_for', 'kernel_losses', 'in_kernel_domain', 'check_outputs', 'residual_atoms',
@@ -210,6 +211,16 @@ class _DecisionCalibratedBase(BaseEstimator):
                           n_iter_no_change=self.n_iter_no_change, learning_rate=self.learning_rate,
                           **({} if self._search_max is None else dict(search_max=self._search_max)))
         cal.checked_params()                          # every option checked before the base estimator's fits
+        n = Xv.shape[0]                               # enough rows for the folds the defaults cut, named as given
+        rows = f"{n} sample{'' if n == 1 else 's'}"
+        if self.n_folds is not None and n < 2 * check_int(self.n_folds, 'n_folds', 2):
+            fewer = f"n_folds <= {n // 2}, " if n >= 4 else ''
+            raise DeccalError('n_folds', f"{self.n_folds} folds of {rows} leave a fold with fewer than 2: give "
+                              f"{fewer}n_folds=None (no cross-fitting) or more rows")
+        if getattr(self, 'first_stage', None) == 'auto' and n < FIRST_STAGE_FOLDS:
+            raise DeccalError('first_stage', f"'auto' chooses among its candidates on {FIRST_STAGE_FOLDS} folds and "
+                              f"needs at least {FIRST_STAGE_FOLDS} rows, X has {rows}: give a named stage, None, or "
+                              "more rows")
         if sample_weight is not None:                 # np.asarray: array-likes that only convert (sklearn checks)
             sample_weight = check_sample_weight(np.asarray(sample_weight), Xv.shape[0], 'X')
         if isinstance(est, FrozenEstimator): self.estimator_, Z = est, t.predict(est, Xb)
@@ -375,6 +386,7 @@ def _embed(self:DecisionCalibratedClassifier, P) -> Embedding: return Embedding.
 # (select_first_stage's cost_slack_se), and the rounds cut back where they raise that cost by more (the guard)
 COST_SLACK_SE = 1.0
 PLAIN_MARGIN_SE = 2.0 # with costs: the stage chosen without costs is kept unless the lowest gap beats it by this
+FIRST_STAGE_FOLDS = 5   # the folds on which the 'auto' first stage cross-fits its candidates
 
 # %% ../nbs/85_estimators.ipynb #x
 @patch
@@ -393,7 +405,8 @@ def _fit_first_stage(self:DecisionCalibratedClassifier,
     y = Y.argmax(1)
     if self.first_stage == 'auto':
         cand = tuple(nm for nm in FIRST_STAGES if self.costs is not None or nm not in AVERAGED_STAGES)
-        self.first_stage_ = select_first_stage(P, y, candidates=cand, seed=seed, sample_weight=sample_weight,
+        self.first_stage_ = select_first_stage(P, y, candidates=cand, cv=FIRST_STAGE_FOLDS, seed=seed,
+                                               sample_weight=sample_weight,
                                                groups=groups, costs=self.costs,   # with costs: by their gaps,
                                                cost_slack_se=COST_SLACK_SE,       # among the cheapest in noise,
                                                plain_margin_se=PLAIN_MARGIN_SE)   # the plain choice if close

@@ -227,3 +227,14 @@ def test_costs_far_from_one_are_refused_naming_costs(scale):
     M = np.random.default_rng(0).uniform(0, 1, (4, 3)) * scale
     with pytest.raises(DeccalError, match=r'^costs: the largest cost is .* rescale costs'):
         DecisionCalibratedClassifier(base, costs=M, segments=None).fit(X[200:], y[200:])
+
+
+@pytest.mark.parametrize('n, kw, arg', [(9, {}, 'n_folds'), (4, {}, 'n_folds'), (2, dict(n_folds=None), 'first_stage')])
+def test_too_few_rows_name_the_users_argument(n, kw, arg):
+    "Too few rows for the default folds are refused naming n_folds or first_stage, not an internal cv or folds."
+    from sklearn.datasets import make_classification
+    X, y = make_classification(300, 5, random_state=0)
+    base = FrozenEstimator(LogisticRegression().fit(X[:100], y[:100]))
+    yi = np.array([0, 1] * (n // 2) + [0] * (n % 2))
+    with pytest.raises(DeccalError, match=f'^{arg}: '):
+        DecisionCalibratedClassifier(base, **kw).fit(X[100:100 + n], yi)
