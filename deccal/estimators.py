@@ -30,6 +30,7 @@ from .embedding import Embedding
 from .decisions import cost_stack, cost_paid_rows
 from .distributions import project_simplex, project_onto_atoms, AtomDistribution
 from .first_stage import AVERAGED_STAGES, FIRST_STAGES, select_first_stage, stratified_folds, log_loss_rows
+from .first_stage import ROW_SUM_TOL
 from .audit import explicit_predictions
 from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
@@ -41,13 +42,14 @@ from .groups import Groups
 from .segment_search import categorical_columns, found_family, segment_effect
 
 # %% auto #0
-__all__ = ['SEARCH', 'COST_SLACK_SE', 'PLAIN_MARGIN_SE', 'FIRST_STAGE_FOLDS', 'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX',
-           'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS', 'MAX_KNN_FEATURES', 'calibrator_for', 'check_frozen_fitted',
-           'DecisionCalibratedClassifier', 'project_simplex_floor', 'segment_family', 'with_absent_classes',
-           'default_n_samples', 'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf',
-           'outcome_scale_for', 'kernel_losses', 'in_kernel_domain', 'check_outputs', 'residual_atoms',
-           'with_residuals', 'fit_work', 'check_fit_work', 'numeric_features', 'start_inputs', 'model_start',
-           'kept_rounds', 'conformity_scores', 'conformal_margin', 'cv_plus_ends']
+__all__ = ['SEARCH', 'MODEL_PROBA_TOL', 'COST_SLACK_SE', 'PLAIN_MARGIN_SE', 'FIRST_STAGE_FOLDS', 'PROBA_FLOORS',
+           'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS', 'MAX_KNN_FEATURES',
+           'calibrator_for', 'check_frozen_fitted', 'DecisionCalibratedClassifier', 'model_probabilities',
+           'project_simplex_floor', 'segment_family', 'with_absent_classes', 'default_n_samples',
+           'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf', 'outcome_scale_for',
+           'kernel_losses', 'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work',
+           'check_fit_work', 'numeric_features', 'start_inputs', 'model_start', 'kept_rounds', 'conformity_scores',
+           'conformal_margin', 'cv_plus_ends']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -349,6 +351,31 @@ def _defaults(C:int, costs, n_actions, beta, R1, eps) -> tuple:
     eps_ = 0.01 * R1_ if eps is None else eps
     return costs, A, R1_, float(beta_), float(eps_)
 
+# %% ../nbs/85_estimators.ipynb #9bff079e
+MODEL_PROBA_TOL = 1e-4   # the base model's rows may leave [0, 1] or sum to 1 by this much (float32 models)
+
+# %% ../nbs/85_estimators.ipynb #5bf42acc
+def model_probabilities(P, # the base model's predict_proba
+                       ) -> np.ndarray: # (n, C) probabilities, rows summing to 1 within ROW_SUM_TOL
+    """The base model's `predict_proba` as the probabilities the first stage and the rounds take: entries down to
+    -MODEL_PROBA_TOL set to 0 and rows that sum to 1 only within MODEL_PROBA_TOL divided by their sums (the rest as
+    they are); anything further is refused, naming the estimator."""
+    P = np.array(P, dtype=np.float64)
+    if P.ndim != 2: raise DeccalError('estimator', f"predict_proba returned shape {P.shape}, not (n, classes)")
+    if not np.isfinite(P).all(): raise DeccalError('estimator', "predict_proba returned NaN or infinite values")
+    if P.size and (P.min() < -MODEL_PROBA_TOL or P.max() > 1 + MODEL_PROBA_TOL):
+        raise DeccalError('estimator', f"predict_proba returned values from {P.min():g} to {P.max():g}, not "
+                          "probabilities")
+    P = np.clip(P, 0.0, 1.0)
+    err = np.abs(P.sum(1) - 1)
+    if (err > MODEL_PROBA_TOL).any():
+        i = int(err.argmax())
+        raise DeccalError('estimator', f"predict_proba's row {i} sums to {P[i].sum():.9g}, not 1 within "
+                          f"{MODEL_PROBA_TOL:g}")
+    off = err > ROW_SUM_TOL                       # a float32 model's rounding: those rows divided by their sums
+    P[off] /= P[off].sum(1, keepdims=True)
+    return P
+
 # %% ../nbs/85_estimators.ipynb #ac759fde
 @patch
 def _target(self:DecisionCalibratedClassifier, est, y) -> _Target:
@@ -368,7 +395,8 @@ def _target(self:DecisionCalibratedClassifier, est, y) -> _Target:
     _, A, R1, beta, eps = _defaults(C, self.costs, self.n_actions, self.beta, self.R1, self.eps)
     order = np.argsort(classes, kind='stable')
     Y = np.eye(C)[order[np.searchsorted(classes[order], y)]]
-    return _Target(Y, Linear(), A, R1, beta, eps, lambda est, X: est.predict_proba(X), dict(classes_=classes))
+    return _Target(Y, Linear(), A, R1, beta, eps, lambda est, X: model_probabilities(est.predict_proba(X)),
+                   dict(classes_=classes))
 
 # %% ../nbs/85_estimators.ipynb #7415b0ae
 @patch
@@ -515,7 +543,7 @@ def base_probabilities(self:DecisionCalibratedClassifier,
                       ) -> np.ndarray: # (n, C) probabilities, in the order of `classes_`
     "The base model's probabilities, before the first stage and the rounds (`estimator_.predict_proba`)."
     _check_fitted(self)
-    return self.estimator_.predict_proba(_check_X(self, X))
+    return model_probabilities(self.estimator_.predict_proba(_check_X(self, X)))
 
 # %% ../nbs/85_estimators.ipynb #336b2256
 @patch

@@ -238,3 +238,28 @@ def test_too_few_rows_name_the_users_argument(n, kw, arg):
     yi = np.array([0, 1] * (n // 2) + [0] * (n % 2))
     with pytest.raises(DeccalError, match=f'^{arg}: '):
         DecisionCalibratedClassifier(base, **kw).fit(X[100:100 + n], yi)
+
+
+from sklearn.base import BaseEstimator, ClassifierMixin  # noqa: E402
+
+
+class _Float32NB(ClassifierMixin, BaseEstimator):
+    "A fitted GaussianNB whose probabilities are off by `off` per row (as a float32 model rounds), or by much more."
+    def __init__(self, nb=None, off=0.0): self.nb, self.off = nb, off
+    def fit(self, X, y): self.classes_ = self.nb.classes_; return self
+    def predict_proba(self, X): return self.nb.predict_proba(X) * (1 + self.off)
+    def predict(self, X): return self.nb.predict(X)
+
+
+@pytest.mark.parametrize('first_stage', ['auto', None])
+def test_model_probabilities_within_rounding_are_taken_and_beyond_refused(first_stage):
+    "Rows off by 5e-5 are taken by every first stage alike; off by 1e-2 refused naming the estimator."
+    from sklearn.datasets import make_classification
+    from sklearn.naive_bayes import GaussianNB
+    X, y = make_classification(600, 6, n_informative=4, n_classes=3, random_state=0)
+    nb = GaussianNB().fit(X[:200], y[:200])
+    near, far = (FrozenEstimator(_Float32NB(nb, off).fit(X[:200], y[:200])) for off in (5e-5, 1e-2))
+    est = DecisionCalibratedClassifier(near, first_stage=first_stage, segments=None, max_rounds=3).fit(X[200:], y[200:])
+    np.testing.assert_allclose(est.predict_proba(X[:50]).sum(1), 1, atol=1e-12)
+    with pytest.raises(DeccalError, match=r"^estimator: predict_proba"):
+        DecisionCalibratedClassifier(far, first_stage=first_stage, segments=None).fit(X[200:], y[200:])
