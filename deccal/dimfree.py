@@ -10,7 +10,7 @@ import numpy as np
 from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positive, check_number, check_int,
                            check_seed, check_bool, check_choice, check_rows, check_sample_weight, row_blocks, Progress,
                            check_radius, check_groups, patch)
-from .checks import one_blas_thread, blas_controller, rows_of
+from .checks import one_blas_thread, blas_controller, rows_of, check_memory
 from .kernels import Kernel, MinKernel
 from .groups import Groups
 from .embedding import Embedding, FactoredEmbedding
@@ -19,6 +19,7 @@ from .basis import make_basis, whiten
 from .rows import LocalRows, stack_search, split_rows, mean_se, backend_for
 from .params import Estimator, optional, check_verbose
 from .audit import search_groups, check_holdout, certify as certify_sample, AuditResult, explicit_predictions
+from .audit import search_bytes
 from .replay import replay_features, feature_replay_flops
 
 # %% auto #0
@@ -400,6 +401,9 @@ def fit(self:DimFreeDeCal,
                               "definition the third is the held-out rows' features")
         holdout, hold_g = holdout[:2], holdout[2]
     if holdout is not None: holdout = check_holdout(holdout, kern, pred.dim)
+    A = params['n_actions']                            # the search's (rows, actions) arrays, before any is made
+    check_memory(search_bytes(max(n, 0 if holdout is None else holdout[0].n), A), 'n_actions',
+                 f"{A:,} actions on {n:,} rows")
     if hold_g is not None: hold_g = check_groups(hold_g, holdout[0].n, 'holdout', groups.shape[1], 'holdout groups')
     weights = None if sample_weight is None else check_sample_weight(sample_weight, n, 'pred')   # None: equal
     held_w = None                                      # the held-out part's weights (None: equal)

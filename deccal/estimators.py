@@ -22,7 +22,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data, has_fit_parameter, check_is_fitted
 from .checks import DeccalError, DeccalTypeError, NotFittedError
 from .checks import check_array, as_points, check_sample_weight, check_number, check_int, row_blocks, patch
-from .checks import rows_of
+from .checks import rows_of, check_memory
 from .checks import one_blas_thread, check_label_kinds, check_bandwidth
 from .kernels import Kernel, Linear, RBF, MinKernel, KERNELS, make_kernel
 from .losses import Loss, OutcomeScale, PiecewiseLinearLoss, fit_loss
@@ -31,7 +31,7 @@ from .decisions import cost_stack, cost_paid_rows
 from .distributions import project_simplex, project_onto_atoms, AtomDistribution
 from .first_stage import AVERAGED_STAGES, FIRST_STAGES, select_first_stage, stratified_folds, log_loss_rows
 from .first_stage import ROW_SUM_TOL
-from .audit import explicit_predictions
+from .audit import explicit_predictions, search_bytes
 from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal
 from .crossfit import CrossFitDeCal
@@ -214,6 +214,7 @@ class _DecisionCalibratedBase(BaseEstimator):
                           **({} if self._search_max is None else dict(search_max=self._search_max)))
         cal.checked_params()                          # every option checked before the base estimator's fits
         n = Xv.shape[0]                               # enough rows for the folds the defaults cut, named as given
+        check_memory(search_bytes(n, t.n_actions), 'n_actions', f"{t.n_actions:,} actions on {n:,} rows")
         rows = f"{n} sample{'' if n == 1 else 's'}"
         if self.n_folds is not None and n < 2 * check_int(self.n_folds, 'n_folds', 2):
             fewer = f"n_folds <= {n // 2}, " if n >= 4 else ''

@@ -263,3 +263,15 @@ def test_model_probabilities_within_rounding_are_taken_and_beyond_refused(first_
     np.testing.assert_allclose(est.predict_proba(X[:50]).sum(1), 1, atol=1e-12)
     with pytest.raises(DeccalError, match=r"^estimator: predict_proba"):
         DecisionCalibratedClassifier(far, first_stage=first_stage, segments=None).fit(X[200:], y[200:])
+
+
+def test_actions_past_the_machine_are_refused_before_any_fit():
+    "n_actions = 10**9 is refused naming n_actions at once, before the base model or the calibrator allocates."
+    from sklearn.datasets import make_classification
+    from sklearn.naive_bayes import GaussianNB
+    X, y = make_classification(600, 6, n_informative=4, n_classes=3, random_state=0)
+    base = FrozenEstimator(GaussianNB().fit(X[:200], y[:200]))
+    t0 = time.perf_counter()
+    with pytest.raises(DeccalError, match=r'^n_actions: 1,000,000,000 actions on 400 rows need about'):
+        DecisionCalibratedClassifier(base, n_actions=10**9).fit(X[200:], y[200:])
+    assert time.perf_counter() - t0 < 5                       # refused, not attempted (a generous bound)

@@ -171,3 +171,11 @@ def test_a_norm_past_the_largest_float_is_refused_by_name():
     "||y|| above 1.8e308 (each entry finite) is refused naming Y, not an OverflowError while writing the message."
     with pytest.raises(DeccalError, match=r"K\(y, y\) = exp.*rescale Y"):
         ExpInner().check(np.array([[1.5e308, 1.5e308]]))
+
+
+def test_calibrator_actions_past_the_machine_are_refused():
+    "DimFreeDeCal with 10**7 actions is refused naming n_actions before its first round allocates."
+    P = np.random.default_rng(0).dirichlet(np.ones(3), 300)
+    Y = np.eye(3)[np.random.default_rng(1).integers(0, 3, 300)]
+    with pytest.raises(DeccalError, match=r'^n_actions: 10,000,000 actions on 300 rows need about'):
+        DimFreeDeCal(Linear(), n_actions=10**7, early_stopping=False).fit(Embedding.from_probs(P), Y)
