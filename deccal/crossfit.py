@@ -251,6 +251,16 @@ def fit(self:CrossFitDeCal,
     self.seconds_ = time.perf_counter() - t0
     return self
 
+# %% ../nbs/09d_crossfit.ipynb #842b8633
+@patch
+def check_fitted(self:CrossFitDeCal,
+                 pred=None,  # predictions to be transformed, if any
+                ):
+    "Refuse an unfitted calibrator (a `NotFittedError`), and (if given) predictions its fold calibrators cannot take."
+    if not hasattr(self, 'members_'):
+        raise NotFittedError(type(self).__name__, "this calibrator is not fitted yet: call fit(pred, Y) first")
+    self.members_[0].check_fitted(pred)
+
 # %% ../nbs/09d_crossfit.ipynb #4b9467af
 @patch
 @one_blas_thread
@@ -260,9 +270,7 @@ def transform(self:CrossFitDeCal,
               features=None,  # or their features, if fitted with a `Groups` definition
              ) -> Embedding:
     "The calibrated predictions: the average of the fold calibrators cut at `best_round_` (or the refitted one)."
-    if not hasattr(self, 'members_'):
-        raise NotFittedError(type(self).__name__, "this calibrator is not fitted yet: call fit(pred, Y) first")
-    self.members_[0].check_fitted(pred)
+    self.check_fitted(pred)
     G = self.members_[0].given_groups(groups, features, pred.n)   # computed once for every member
     once = len(self.members_) > 1 and backend_for('transform', pred) is None    # in memory: ||pred||^2 once for all
     n2 = pred.sq_norms(self.members_[0].params_['kernel']) if once else None
@@ -278,9 +286,7 @@ def transform_features(self:CrossFitDeCal,
                       ) -> np.ndarray: # (N, D) the calibrated predictions in the kernel's feature space
     """`explicit_predictions(transform(pred))` without the embeddings: every member's rounds in one compiled pass
     in the feature space (`calibrated_features`), their mean."""
-    if not hasattr(self, 'members_'):
-        raise NotFittedError(type(self).__name__, "this calibrator is not fitted yet: call fit(pred, Y) first")
-    self.members_[0].check_fitted(pred)
+    self.check_fitted(pred)
     return calibrated_features(self.members_, pred, self.members_[0].checked_groups(groups, pred.n, features))
 
 # %% ../nbs/09d_crossfit.ipynb #d9b6e0c0
@@ -291,8 +297,7 @@ def out_of_fold_groups(self:CrossFitDeCal,
                        features=None,  # or the features, if `fit` was given a `Groups` definition
                       ) -> np.ndarray | None: # (n, K) the memberships the fold calibrators read, or None
     "Check that `pred` holds the rows `fit` was given; the rows' group memberships, as the fold calibrators read them."
-    if not hasattr(self, 'members_'):
-        raise NotFittedError(type(self).__name__, "this calibrator is not fitted yet: call fit(pred, Y) first")
+    self.check_fitted()
     if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
     if pred.n != len(self.folds_):
         raise DeccalError('pred', f"has {pred.n} rows but the calibrator was fitted on {len(self.folds_)}")

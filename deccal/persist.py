@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast, hashlib, json, os, zipfile, zlib
 from pathlib import Path
 import numpy as np
-from .checks import DeccalError, DeccalTypeError, NotFittedError, check_output_path, atomic_write, patch
+from .checks import DeccalError, DeccalTypeError, check_output_path, atomic_write, patch
 from .kernels import kernel_spec, make_kernel
 from .embedding import Embedding
 from .groups import Groups
@@ -322,8 +322,7 @@ def save(self:CrossFitDeCal,  # noqa: F811
          path, # the file to write: exactly this name; its folder must exist and be writable
         ):
     "Save the fitted cross-fitted calibrator to one `.npz` file: every fold calibrator, the folds, the rounds kept."
-    if not hasattr(self, 'members_'):
-        raise NotFittedError(type(self).__name__, "this calibrator is not fitted yet: call fit(pred, Y) first")
+    self.check_fitted()
     for m in self.members_: kernel_spec(m.params_['kernel'])   # a kernel that holds Python code cannot be saved
     check_writable(path)                                      # before any work
     opts = {k: _plain(v) for k, v in self.get_params(deep=False).items() if k != 'calibrator'}
