@@ -259,8 +259,8 @@ def search_groups(SP, SR,        # (N, r) search rows: coordinates of p(x) and o
         wk = w * G[:, k]
         if not wk.sum() > 0: continue                  # no member among the searched rows: value 0
         on = wk > 0                                    # rows of weight 0 add nothing to the value nor its gradient:
-        if on.all(): U, values = search_rule(SP, SR, wk, beta, R1, A, extra, rng, max_iter, starts)   # left out
-        else: U, values = search_rule(SP[on], SR[on], wk[on], beta, R1, A, extra, rng, max_iter, starts)
+        on = slice(None) if on.all() else on           # left out (every row: the arrays as they are, not copies)
+        U, values = search_rule(SP[on], SR[on], wk[on], beta, R1, A, extra, rng, max_iter, starts)
         per[k] = max(values)
         if best is None or per[k] > per[best[0]]: best = (int(k), U, values)
     if best is None: raise DeccalError('groups', "no group has a member with positive weight among the searched rows")

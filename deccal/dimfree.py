@@ -24,7 +24,7 @@ from .replay import replay_features, feature_replay_flops
 
 # %% auto #0
 __all__ = ['unit_rows', 'check_kernel_param', 'DimFreeDeCal', 'radius', 'validation_split', 'mean_of_sums', 'group_memberships',
-           'calibrated_features']
+           'feature_stack', 'feature_inputs', 'calibrated_features']
 
 # %% ../nbs/08_dimfreedecal.ipynb #d61f4b21
 def unit_rows(g,           # (A, r) the G_a in whitened coordinates
@@ -476,6 +476,30 @@ def in_features(self:DimFreeDeCal) -> bool:
     T = TA // A
     return feature_replay_flops(D, T, A) <= 4 * TA * m + 2 * A * A * T * (T - 1)
 
+# %% ../nbs/08_dimfreedecal.ipynb #73c614ed
+def feature_stack(members:list, # fitted DimFreeDeCal calibrators sharing a kernel with a feature map
+                 ) -> tuple:    # (Wc, Wd, first, R2, gidx): `replay_features`'s description of the rounds
+    "Every member's rounds for `replay_features`, one member after the other: their vectors, where each starts, radii."
+    rounds = [m.feature_rounds() for m in members]
+    if rounds[0] is None:
+        kern = members[0].params_['kernel']
+        raise DeccalError('kernel', f"{kern!r} has no explicit feature map; use Linear, Polynomial or FeatureMap")
+    A = members[0].params_['n_actions']
+    Wc, Wd = np.vstack([r[0] for r in rounds]), np.vstack([r[1] for r in rounds])
+    first = np.concatenate([[0], np.cumsum([len(r[0]) // A for r in rounds])]).astype(np.int64)
+    R2 = np.array([float(m.R2_) for m in members])
+    gidx = np.concatenate([m._stacked()['group'] for m in members]).astype(np.int64)
+    return Wc, Wd, first, R2, gidx
+
+# %% ../nbs/08_dimfreedecal.ipynb #2dba5991
+def feature_inputs(pred:Embedding, # predictions
+                   kern:Kernel,    # a kernel with an explicit feature map
+                   groups=None,    # (N, K) their memberships, checked, or None
+                  ) -> tuple:      # (X (N, D), G (N, K) or (N, 0)), C-contiguous floats
+    "The rows as `replay_features` reads them: their features, and their memberships (none without groups)."
+    G = np.zeros((pred.n, 0)) if groups is None else np.ascontiguousarray(groups, dtype=float)
+    return np.ascontiguousarray(explicit_predictions(pred, kern)), G
+
 # %% ../nbs/08_dimfreedecal.ipynb
 _TILE = 64    # rows per task of the replay kernel (a task's state, 3 T A x 64 numbers, stays in the core's cache)
 _CHUNK = 10   # rounds per chunk of the blocked update of the later rounds' loss estimates and norms
@@ -594,19 +618,17 @@ def _replay(self:DimFreeDeCal, pred:Embedding, path:bool=False,
     round (t = 0..T)."""
     S, A, beta, R2 = self._stacked(), self.params_['n_actions'], self.params_['beta'], self.R2_
     N, TA = pred.n, S['C'].shape[0]
-    if n2 is None: n2 = pred.sq_norms(self.params_['kernel'])    # ||p0(x)||^2
-    c = np.minimum(1.0, R2 / np.sqrt(np.maximum(n2, 1e-300)))
-    if not TA: return (c, np.zeros((N, 0)), n2, [c], [n2]) if path else (c, np.zeros((N, 0)), n2)
     b, kern = self.basis_, self.params_['kernel']
     a = np.empty((N, TA)) if out is None else out
     rec = (np.empty((TA // A + 1, N)), np.empty((TA // A + 1, N))) if path else (np.empty((0, N)), np.empty((0, N)))
-    if self.in_features():              # q(x) as a vector of the feature space: `replay_features`, one member
-        X = np.ascontiguousarray(explicit_predictions(pred, kern))
-        G = np.zeros((N, 0)) if groups is None else np.ascontiguousarray(groups, dtype=float)
+    if TA and self.in_features():       # q(x) as a vector of the feature space: `replay_features`, one member
+        X, G = feature_inputs(pred, kern, groups)                 # (||p0(x)||^2 is the kernel's: not needed here)
         c_out, n2_out = np.empty((1, N)), np.empty((1, N))
-        replay_features(X, *self.feature_rounds(), np.array([0, TA // A]), np.array([float(R2)]), S['group'], G,
-                        float(beta), int(A), np.empty_like(X), a, c_out, n2_out, *rec)
+        replay_features(X, *feature_stack([self]), G, float(beta), int(A), np.empty_like(X), a, c_out, n2_out, *rec)
         return (c_out[0], a, n2_out[0], list(rec[0]), list(rec[1])) if path else (c_out[0], a, n2_out[0])
+    if n2 is None: n2 = pred.sq_norms(kern)                       # ||p0(x)||^2
+    c = np.minimum(1.0, R2 / np.sqrt(np.maximum(n2, 1e-300)))
+    if not TA: return (c, np.zeros((N, 0)), n2, [c], [n2]) if path else (c, np.zeros((N, 0)), n2)
     CDy, CDp = S['CDy'], S['CDp']       # h(x) in its two parts (no copy into one array)
     if isinstance(kern, MinKernel):     # [C; D] h(x) directly: the 2 T A functions' tables, no kernel block
         if 'CDU' not in S: S['CDU'], S['CDF'] = b.expand(np.vstack([S['C'], S['D']]))
@@ -708,19 +730,12 @@ def calibrated_features(members:list,   # fitted DimFreeDeCal calibrators sharin
                        ) -> np.ndarray: # (N, D) the members' mean of c(x) q(x) in the feature space
     "The members' mean calibrated prediction as vectors of the kernel's feature space: one `replay_features` pass."
     kern, A, beta = (members[0].params_[k] for k in ('kernel', 'n_actions', 'beta'))
-    rounds = [m.feature_rounds() for m in members]
-    if rounds[0] is None:
-        raise DeccalError('kernel', f"{kern!r} has no explicit feature map; use Linear, Polynomial or FeatureMap")
-    Wc, Wd = np.vstack([r[0] for r in rounds]), np.vstack([r[1] for r in rounds])
-    first = np.concatenate([[0], np.cumsum([len(r[0]) // A for r in rounds])]).astype(np.int64)
-    R2 = np.array([float(m.R2_) for m in members])
-    gidx = np.concatenate([m._stacked()['group'] for m in members]).astype(np.int64)
-    D, M = Wc.shape[1], len(members)
+    stack = feature_stack(members)
+    D, M = stack[0].shape[1], len(members)
     out = np.empty((pred.n, D))
     for i0, i1 in row_blocks(pred.n, 8 * (3 * D + 4 * M + (0 if groups is None else groups.shape[1]))):
-        X = np.ascontiguousarray(explicit_predictions(pred[i0:i1], kern))
-        G = np.zeros((i1 - i0, 0)) if groups is None else np.ascontiguousarray(groups[i0:i1], dtype=float)
-        replay_features(X, Wc, Wd, first, R2, gidx, G, float(beta), int(A), out[i0:i1], np.zeros((i1 - i0, 0)),
+        X, G = feature_inputs(pred[i0:i1], kern, rows_of(groups, slice(i0, i1)))
+        replay_features(X, *stack, G, float(beta), int(A), out[i0:i1], np.zeros((i1 - i0, 0)),
                         np.empty((M, i1 - i0)), np.empty((M, i1 - i0)), np.empty((0, i1 - i0)),
                         np.empty((0, i1 - i0)))
     return out
