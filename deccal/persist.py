@@ -265,6 +265,20 @@ def _verify_checksum(f, where:str):
         raise DeccalError('path', f"{where} does not match its checksum: its arrays were changed after deccal "
                           "saved it (or the file is damaged)")
 
+# %% ../nbs/09a_persist.ipynb #d1eec53b
+def _read_checked(f,               # a calibrator's members: an opened file, or a part of one (`Prefixed`)
+                  where:str,       # the file (and part), for messages
+                  versions:tuple,  # the format versions accepted
+                 ) -> DimFreeDeCal:
+    "A calibrator read once its version, its members (`check_members`) and its checksum (version 4 on) are checked."
+    version = int(_scalar(f, 'version'))
+    if version not in versions:
+        raise DeccalError('path', f"{where} has calibrator format version {version}; this deccal reads versions "
+                          f"{', '.join(map(str, versions))}")
+    check_members(f.files, version, where)
+    if version >= 4: _verify_checksum(f, where)
+    return _read_calibrator(f, version)
+
 # %% ../nbs/09a_persist.ipynb #a61ceb0f
 def load_calibrator(path, # a file written by `save` (format version 2 to 6) or `CrossFitDeCal.save`
                    ):     # a DimFreeDeCal, ZhaoDeCal or CrossFitDeCal
@@ -287,13 +301,7 @@ def load_calibrator(path, # a file written by `save` (format version 2 to 6) or 
                 raise DeccalError('path', f"{where} holds predictions (written by `deccal transform` or "
                                   "`save_embedding`), not a calibrator")
             if kind != 'deccal-calibrator': raise KeyError('format')
-            version = int(_scalar(f, 'version'))
-            if version not in READS:
-                raise DeccalError('path', f"{where} has calibrator format version {version}; this deccal reads "
-                                  f"versions {', '.join(map(str, READS))}")
-            check_members(f.files, version, where)
-            if version >= 4: _verify_checksum(f, where)
-            return _read_calibrator(f, version)
+            return _read_checked(f, where, READS)
         except _Corrupt as e:
             raise DeccalError('path', f"{where} is not a consistent deccal calibrator file: {e}") from None
         except KeyError as e:
@@ -348,11 +356,7 @@ def _read_members(f, name:str, where:str) -> list:
     while f"{name}{k}_format" in f.files:
         v = Prefixed(f, f"{name}{k}_")
         if str(v['format']) != 'deccal-calibrator': raise _Corrupt(f"{name} {k} is not a calibrator")
-        version = int(_scalar(v, 'version'))
-        if version != FORMAT_VERSION: raise _Corrupt(f"{name} {k} has format version {version}")
-        check_members(v.files, version, f"{where} ({name} {k})")
-        _verify_checksum(v, f"{where} ({name} {k})")
-        out.append(_read_calibrator(v, version)); k += 1
+        out.append(_read_checked(v, f"{where} ({name} {k})", (FORMAT_VERSION,))); k += 1
     return out
 
 # %% ../nbs/09a_persist.ipynb #796ac835
