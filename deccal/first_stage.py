@@ -301,7 +301,8 @@ def softmax_map_fit(Lt:np.ndarray,    # (n, d) each row's features (log-probabil
         step, _ = cg(LinearOperator((m, m), matvec=hv), -g, rtol=1e-6, maxiter=20 * m,
                      M=LinearOperator((m, m), matvec=pre))   # block-Jacobi preconditioner
         return step
-    f, g, H = fgh(theta, dense) if dense else fgh(theta, False) + (None,)
+    at = lambda theta: fgh(theta) if dense else (*fgh(theta, False), None)   # (f, g, the Hessian or None)
+    f, g, H = at(theta)
     for it in range(1, max_iter + 1):
         step = newton_step(theta, g, H)
         t, slope = 1.0, float(g @ step)
@@ -309,7 +310,7 @@ def softmax_map_fit(Lt:np.ndarray,    # (n, d) each row's features (log-probabil
             if fgh(theta + t * step, False)[0] <= f + 1e-4 * t * slope or t < 1e-12: break
             t *= 0.5
         theta = theta + t * step
-        f, g, H = fgh(theta, dense) if dense else fgh(theta, False) + (None,)
+        f, g, H = at(theta)
         if np.max(np.abs(t * step)) <= 1e-13 * (1 + np.max(np.abs(theta))): break
     return theta, it
 
