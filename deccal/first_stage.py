@@ -24,7 +24,7 @@ __all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'NEWTON_MAX_PARAMS', 'AVERAGED_STAGES', '
            'softmax_map_objective', 'softmax_map_hessp', 'softmax_map_fit', 'VectorScaling', 'MatrixScaling', 'pava',
            'isotonic_fit', 'IsotonicCalibration', 'SegmentTemperatureScaling', 'temperature_score', 'check_stage_names',
            'check_stage_weights', 'stage_mean', 'StageAverage', 'averageable', 'FirstStageSelection',
-           'stratified_folds', 'weighted_pairs', 'gap_rows', 'brier_choice', 'select_first_stage']
+           'stratified_folds', 'weighted_pairs', 'gap_rows', 'simple_choice', 'brier_choice', 'select_first_stage']
 
 # %% ../nbs/84_first_stage.ipynb #89dd8c04
 ROW_SUM_TOL = 1e-6     # how far a row of probabilities may sum from 1
@@ -700,6 +700,19 @@ def gap_rows(P:np.ndarray,  # (n, C) probabilities
     m = (d * w).sum(1) / w.sum()
     return (np.sign(m)[:, None] * d).mean(0)
 
+# %% ../nbs/84_first_stage.ipynb #471bda9e
+def simple_choice(brier:dict,    # name -> each row's out-of-fold Brier score
+                  simple:list,   # the simple candidates (some of SIMPLE_STAGES), in order
+                  w:np.ndarray,  # (n,) weights
+                  tie_se:float,  # another simple candidate must beat 'none' by more than this many paired SEs
+                 ) -> str:
+    """The reference of the rule: the simple candidate with the lowest out-of-fold Brier score, except that 'none'
+    (when it is a candidate) stays unless that one's paired gain over it exceeds `tie_se` standard errors."""
+    best = min(simple, key=lambda nm: weighted_mean_se(brier[nm], w)[0])
+    if 'none' not in simple or best == 'none': return best
+    g, se = weighted_mean_se(brier['none'] - brier[best], w)
+    return best if g > tie_se * se else 'none'
+
 # %% ../nbs/84_first_stage.ipynb #f4d2ce27
 def brier_choice(scores:dict,  # name -> the candidate's out-of-fold scores (brier, gain, gain_se)
                  cand:list,    # the candidates to choose from
@@ -721,6 +734,9 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
                        sample_weight=None,  # (n,) weights >= 0, or None
                        params:dict=None,    # name -> keyword options of that candidate, e.g. {'vector': {'reg': 0.01}}
                        margin:float=2.0,    # a richer candidate must beat the simple choice by this many paired SEs
+                       # 'none' stays the simple choice unless another simple candidate beats it by more than this
+                       # many paired SEs ('none' wins ties; 0: the better point estimate)
+                       tie_se:float=0.0,
                        groups=None,         # (n, K) the rows' segment memberships, for the stages that use them
                        costs=None,          # (A, C) or (K, A, C) cost matrices of the decision makers one knows of
                        log_loss_slack:float=0.01,  # with costs: none whose log loss tops the simple choice's by more
@@ -743,6 +759,7 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
     w = check_sample_weight(sample_weight, len(P), 'P')
     cv, seed, params = check_int(cv, 'cv', 2, len(P)), check_seed(seed), {} if params is None else params
     margin = check_number(margin, 'margin', 0.0, lo_closed=True)
+    tie_se = check_number(tie_se, 'tie_se', 0.0, lo_closed=True)
     R = None if costs is None else cost_stack(costs, P.shape[1])
     log_loss_slack = check_number(log_loss_slack, 'log_loss_slack', 0.0, lo_closed=True)
     if cost_slack_se is not None: cost_slack_se = check_number(cost_slack_se, 'cost_slack_se', 0.0, lo_closed=True)
@@ -778,7 +795,7 @@ def select_first_stage(P,                   # (n, C) class probabilities of the 
         gap[nm] = np.nan if R is None else float(cost_matrix_gaps(oof, y, R, w).mean())
     cand = tuple(oofs)
     simple = [nm for nm in cand if nm in SIMPLE_STAGES] or [cand[0]]
-    ref = min(simple, key=lambda nm: weighted_mean_se(brier[nm], w)[0])   # the simple choice: the better point estimate
+    ref = simple_choice(brier, simple, w, tie_se)                       # 'none' unless beaten beyond a tie
     scores = {}
     for nm in cand:
         b, bse = weighted_mean_se(brier[nm], w)

@@ -6,8 +6,8 @@
 from __future__ import annotations
 import numbers
 import numpy as np
-from .checks import (DeccalError, DeccalTypeError, MEMORY_BUDGET, check_array, check_int, check_number,
-                           check_sample_weight, patch)
+from .checks import (DeccalError, DeccalTypeError, MEMORY_BUDGET, check_array, check_int, check_memory,
+                           check_number, check_sample_weight, patch)
 
 # %% auto #0
 __all__ = ['OPS', 'is_missing', 'missing_mask', 'FeatureTable', 'column_kind', 'as_level', 'encode_levels', 'format_value',
@@ -363,6 +363,7 @@ def column_conditions(column:str,       # the column's name
                       values:np.ndarray,# its values (column_kind)
                       w:np.ndarray,     # (n,) the rows' weights
                       n_bins:int=4,     # quantile bins of a number column
+                      floor:float=0.0,  # the values and bins of a number column with a smaller share of w: left out
                      ) -> list:         # [(column, op, value)]
     "The candidate single-condition groups of one column."
     miss = missing_mask(values)
@@ -372,10 +373,18 @@ def column_conditions(column:str,       # the column's name
     x, wx = values[~miss], w[~miss]
     if len(x) == 0 or not wx.sum() > 0: return tail
     distinct = np.unique(x[wx > 0])
-    if kind == 'integer' and len(distinct) <= n_bins: return [(column, '==', float(v)) for v in distinct] + tail
-    edges = np.unique(weighted_quantile(x, wx, np.arange(1, n_bins) / n_bins))
+    least = floor * w.sum()
+    if kind == 'integer' and len(distinct) <= n_bins:
+        s = np.bincount(np.minimum(np.searchsorted(distinct, x), len(distinct) - 1), wx, len(distinct))
+        return [(column, '==', float(v)) for v, sv in zip(distinct, s) if sv >= least] + tail
+    wp = wx[wx > 0]
+    if n_bins * wp.min() > 2 * wp.sum(): edges = distinct   # each row's step holds a level: every value is an edge
+    else:
+        check_memory(8.0 * n_bins, 'n_bins', f"{n_bins:,} quantile levels")
+        edges = np.unique(weighted_quantile(x, wx, np.arange(1, n_bins) / n_bins))
+    s = np.bincount(np.searchsorted(edges, x, side='right'), wx, len(edges) + 1)   # bin k: [edges[k-1], edges[k])
     bounds = [None] + [float(e) for e in edges] + [None]
-    return [(column, 'in', (lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:])] + tail
+    return [(column, 'in', (lo, hi)) for lo, hi, sk in zip(bounds[:-1], bounds[1:], s) if sk >= least] + tail
 
 # %% ../nbs/05d_groups.ipynb #c0000041
 def distinct_groups(M:np.ndarray,   # (n, K) bool memberships, column 0 everyone
@@ -421,7 +430,7 @@ def from_features(cls:Groups,
     for j, (c, kind, values) in enumerate(select_columns(table, columns, categorical)):
         kinds[c] = 'number' if kind == 'integer' else kind
         col = prepare_column(values, kinds[c], c)
-        for cond in column_conditions(c, kind, values, w, n_bins):
+        for cond in column_conditions(c, kind, values, w, n_bins, floor):
             m = condition_mask(col, cond[1], cond[2])
             if w @ m >= floor: base.append((j, cond, m))
     level = [((cond,), j, m) for j, cond, m in base]
