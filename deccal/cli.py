@@ -13,7 +13,7 @@ from .embedding import Embedding
 from .losses import cobb_douglas_loss
 from .decisions import no_type_regret, gap_function
 from .audit import audit, search_bytes
-from .dimfree import DimFreeDeCal
+from .dimfree import DimFreeDeCal, round_bytes
 from .persist import load_calibrator, check_writable
 from .zhao import ZhaoDeCal
 
@@ -41,15 +41,28 @@ def _is_int_token(s:str) -> bool:
     s = s.strip()
     return s.lstrip('-').isdigit()
 
+# %% ../nbs/90_cli.ipynb #9a566135
+def _is_number(s:str) -> bool:
+    "Whether a CSV field parses as a number (a float, an integer, inf or nan)."
+    try: float(s)
+    except ValueError: return False
+    return True
+
 # %% ../nbs/90_cli.ipynb #abbf2870
 def csv_numbers(text:str,  # the file's text (a byte-order mark already removed)
                 path:str,  # the file's name, for messages
                 name:str,  # the option it came from, for messages
                ) -> np.ndarray: # (rows, columns) floats
     "The numbers of a CSV table, without its header line or index column (pandas' defaults included)."
-    lines = [(i + 1, l) for i, l in enumerate(text.splitlines()) if l.strip()]
+    every = text.splitlines()
+    lines = [(i + 1, l) for i, l in enumerate(every) if l.strip()]
     if not lines: raise DeccalError(name, f"{path!r} is empty")
     fields = [(no, l.split(',')) for no, l in lines]
+    last = lines[-1][0]                        # an empty line is a row of empty fields: before the last line always,
+    gaps = [i + 1 for i, l in enumerate(every) if not l.strip() and (i + 1 < last or len(fields[0][1]) == 1)]
+    if gaps:                                   # after it in a one-column table (pandas writes a NaN row so)
+        raise DeccalError(name, f"{path!r} line {gaps[0]} is empty: a row with a missing value? Every field needs "
+                          "a number (remove the line or fill it)")
     def row(no, f):
         try: return [float(v) for v in f]
         except ValueError:
@@ -62,7 +75,11 @@ def csv_numbers(text:str,  # the file's text (a byte-order mark already removed)
         k = len(head)
         header = (k >= 2 and all(_is_int_token(v) for v in head) and first == list(range(k))
                   and floats(body, range(k)))                         # pandas' default column names
-    except DeccalError: header = True                                  # names: a header line
+    except DeccalError:                                                # names: a header line; an empty field
+        named = any(v.strip() and not _is_number(v) for v in head)      # beside numbers only: a missing value,
+        header = named or (len(head) > 1 and head[0].strip() == ''      # unless it is pandas' index header over
+                           and all(_is_int_token(v) for v in head[1:]))  # its default column names
+        if not header: raise
     index = header and head[0].strip() == ''                            # pandas' unnamed index over a first column
     rows = body if header else fields
     if not rows: raise DeccalError(name, f"{path!r} has a header but no rows")
@@ -307,7 +324,7 @@ def cmd_calibrate(a):
     hold, G = _holdout(a), _groups(a)
     vf = a.validation_fraction                      # checked by the calibrator below; any bad value: all rows
     fit_rows = pred.n if hold or a.no_early_stopping or not 0 <= vf < 1 else int(pred.n * (1 - vf))
-    check_memory(search_bytes(fit_rows, a.actions), '--actions', f"{a.actions} actions on {fit_rows} rows")
+    check_memory(round_bytes(fit_rows, a.actions), '--actions', f"{a.actions} actions on {fit_rows} rows")
     kw = dict(n_actions=a.actions, beta=a.beta, R1=a.R1, R2=a.R2, eps=a.eps, max_rounds=a.max_rounds,
               sample=a.sample, seed=a.seed, verbose=not a.quiet, early_stopping=not a.no_early_stopping,
               validation_fraction=a.validation_fraction, n_iter_no_change=a.n_iter_no_change)
@@ -466,7 +483,7 @@ def _check_folder(path, name:str) -> Path:
 # %% ../nbs/90_cli.ipynb #0e7633e0
 def _check_demo_memory(n:int, d:int, n_actions:int, n_name:str, actions_name:str):
     "Refuse a demo whose data and auditors' arrays alone need more memory than is available (named by the larger)."
-    data, search = _demo_bytes(n, d), search_bytes(int(0.3 * n), n_actions)
+    data, search = _demo_bytes(n, d), round_bytes(int(0.3 * n), n_actions)
     check_memory(data + search, actions_name if search > data else n_name,
                   f"{n} consumers, {d} goods and {n_actions} offers")
 

@@ -24,7 +24,7 @@ from .replay import replay_features, feature_replay_flops
 
 # %% auto #0
 __all__ = ['unit_rows', 'check_kernel_param', 'DimFreeDeCal', 'radius', 'validation_split', 'mean_of_sums', 'group_memberships',
-           'feature_stack', 'feature_inputs', 'calibrated_features']
+           'round_bytes', 'feature_stack', 'feature_inputs', 'calibrated_features']
 
 # %% ../nbs/08_dimfreedecal.ipynb #d61f4b21
 def unit_rows(g,           # (A, r) the G_a in whitened coordinates
@@ -357,6 +357,13 @@ def group_memberships(groups,             # (n, K) memberships in [0, 1], a `dec
     if n is not None: check_rows(n, M, fname, other)
     return M, definition
 
+# %% ../nbs/08_dimfreedecal.ipynb #35133db6
+def round_bytes(n:int,  # rows a round searches
+                A:int,  # actions
+               ) -> float:
+    "Bytes of a round's largest arrays: the search's two (n, A) and the patch's five (A, A), 8 bytes a number."
+    return search_bytes(n, A) + 5 * 8.0 * A * A
+
 # %% ../nbs/08_dimfreedecal.ipynb #5c088422
 @patch
 @one_blas_thread
@@ -402,7 +409,7 @@ def fit(self:DimFreeDeCal,
         holdout, hold_g = holdout[:2], holdout[2]
     if holdout is not None: holdout = check_holdout(holdout, kern, pred.dim)
     A = params['n_actions']                            # the search's (rows, actions) arrays, before any is made
-    check_memory(search_bytes(max(n, 0 if holdout is None else holdout[0].n), A), 'n_actions',
+    check_memory(round_bytes(max(n, 0 if holdout is None else holdout[0].n), A), 'n_actions',
                  f"{A:,} actions on {n:,} rows")
     if hold_g is not None: hold_g = check_groups(hold_g, holdout[0].n, 'holdout', groups.shape[1], 'holdout groups')
     weights = None if sample_weight is None else check_sample_weight(sample_weight, n, 'pred')   # None: equal

@@ -31,8 +31,8 @@ from .decisions import cost_stack, cost_paid_rows
 from .distributions import project_simplex, project_onto_atoms, AtomDistribution
 from .first_stage import AVERAGED_STAGES, FIRST_STAGES, select_first_stage, stratified_folds, log_loss_rows
 from .first_stage import ROW_SUM_TOL
-from .audit import explicit_predictions, search_bytes
-from .dimfree import DimFreeDeCal
+from .audit import explicit_predictions
+from .dimfree import DimFreeDeCal, round_bytes
 from .zhao import ZhaoDeCal
 from .crossfit import CrossFitDeCal
 from .start_distributions import (StartRows, level_quantiles, start_candidates, select_start_oof, start_folds,
@@ -214,7 +214,7 @@ class _DecisionCalibratedBase(BaseEstimator):
                           **({} if self._search_max is None else dict(search_max=self._search_max)))
         cal.checked_params()                          # every option checked before the base estimator's fits
         n = Xv.shape[0]                               # enough rows for the folds the defaults cut, named as given
-        check_memory(search_bytes(n, t.n_actions), 'n_actions', f"{t.n_actions:,} actions on {n:,} rows")
+        check_memory(round_bytes(n, t.n_actions), 'n_actions', f"{t.n_actions:,} actions on {n:,} rows")
         rows = f"{n} sample{'' if n == 1 else 's'}"
         if self.n_folds is not None and n < 2 * check_int(self.n_folds, 'n_folds', 2):
             fewer = f"n_folds <= {n // 2}, " if n >= 4 else ''

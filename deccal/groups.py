@@ -334,7 +334,11 @@ def select_columns(table:FeatureTable, # the feature table
     "The columns a builder reads, with their kinds and values."
     def pick(sel, arg):
         if sel is None: return None
-        sel = [sel] if isinstance(sel, (str, numbers.Integral)) else list(sel)
+        if isinstance(sel, (str, numbers.Integral)): sel = [sel]
+        else:
+            try: sel = list(sel)
+            except TypeError:
+                raise DeccalTypeError(arg, f"expected a name, a position or a list of them, got {sel!r}") from None
         out = []
         for s in sel:
             if isinstance(s, numbers.Integral) and not isinstance(s, (bool, np.bool_)):

@@ -51,7 +51,8 @@ class ZhaoDeCal(DimFreeDeCal):
         """Cap on rounds from the potential argument on the calibration sample: each round lowers the sample's
         square loss by at least c sum_a ||G_a||^2 >= c (value / R1)^2 / |A| with c = (1 + 2 lambda) / (1 + lambda)^2,
         and value > 3 eps / 4, so at most 4 R2^2 |A| R1^2 16 / (9 c eps^2) rounds (the proof's factor |A| is kept)."""
-        c = (1 + 2 * params['regularizer']) / (1 + params['regularizer'])**2
+        lam = params['regularizer']
+        c = (1 + 2 * lam) / (1 + lam) / (1 + lam)    # not (1 + lam)**2, which overflows for lam near 1e300
         with np.errstate(over='ignore', divide='ignore'):
             R1R2 = np.float64(params['R1'])**2 * np.float64(R2)**2
             return float(64.0 * params['n_actions'] * R1R2 / (9 * c * np.float64(params['eps'])**2))
