@@ -42,14 +42,15 @@ from .groups import Groups
 from .segment_search import categorical_columns, found_family, segment_effect
 
 # %% auto #0
-__all__ = ['SEARCH', 'MODEL_PROBA_TOL', 'COST_SLACK_SE', 'PLAIN_MARGIN_SE', 'FIRST_STAGE_FOLDS', 'NONE_TIE_SE', 'PROBA_FLOORS',
-           'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS', 'MAX_KNN_FEATURES',
-           'calibrator_for', 'check_frozen_fitted', 'DecisionCalibratedClassifier', 'model_probabilities',
-           'project_simplex_floor', 'segment_family', 'with_absent_classes', 'default_n_samples',
-           'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale', 'default_rbf', 'outcome_scale_for',
-           'kernel_losses', 'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work',
-           'check_fit_work', 'numeric_features', 'start_inputs', 'model_start', 'kept_rounds', 'conformity_scores',
-           'conformal_margin', 'cv_plus_ends']
+__all__ = ['SEARCH', 'MODEL_PROBA_TOL', 'PROBA_BITS', 'COST_SLACK_SE', 'PLAIN_MARGIN_SE', 'FIRST_STAGE_FOLDS', 'NONE_TIE_SE',
+           'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS',
+           'MAX_KNN_FEATURES', 'calibrator_for', 'canonical_order', 'check_frozen_fitted',
+           'DecisionCalibratedClassifier', 'canonical_probabilities', 'model_probabilities', 'project_simplex_floor',
+           'segment_family', 'with_absent_classes', 'default_n_samples', 'DecisionCalibratedRegressor',
+           'median_heuristic', 'check_outcome_scale', 'default_rbf', 'outcome_scale_for', 'kernel_losses',
+           'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work',
+           'numeric_features', 'start_inputs', 'model_start', 'kept_rounds', 'conformity_scores', 'conformal_margin',
+           'cv_plus_ends']
 
 # %% ../nbs/85_estimators.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -89,6 +90,18 @@ class _Target(NamedTuple):
     eps: float             # the settled target
     predict: Callable      # predict(est, X): the base model's output for X, before its embedding
     fitted: dict           # the subclass's own fitted attributes (classes_; kernel_ and R2_)
+
+# %% ../nbs/85_estimators.ipynb #4cc0a984
+def canonical_order(Z,       # (n, ...) the base model's predictions of the calibration rows
+                    Y,       # (n, ...) their outcomes
+                    X=None,  # (n, f) their numeric features, or None
+                   ) -> np.ndarray: # (n,) the canonical order of the rows
+    """The rows sorted by their predictions, then their outcomes, then their features (each flattened to columns,
+    the first column the first key): rows that arrive in another order are fitted in the same one, so their sums are
+    taken in the same order and come out the same, bit for bit. Rows equal in all of these are interchangeable."""
+    n = len(Z)
+    K = np.column_stack([np.asarray(a, np.float64).reshape(n, -1) for a in (Z, Y) + (() if X is None else (X,))])
+    return np.lexsort(K.T[::-1])
 
 # %% ../nbs/85_estimators.ipynb #new
 def check_frozen_fitted(est, # a FrozenEstimator
@@ -191,6 +204,7 @@ class _DecisionCalibratedBase(BaseEstimator):
         if isinstance(self, ClassifierMixin): check_label_kinds(y, 'y')     # before NumPy turns a mixed list to str
         Xv, y = validate_data(self, X, y, accept_sparse=['csr', 'csc'], dtype=None, ensure_all_finite=False,
                               **self._y_options)
+        if isinstance(Xv, np.ndarray): Xv = np.ascontiguousarray(Xv)   # one layout: F- and C-order give the same bits
         Xb = X if hasattr(X, 'iloc') else Xv          # a DataFrame goes to the base estimator as it is (column names)
         trees = isinstance(self.segments, str) and self.segments == 'trees'
         if trees and not isinstance(self, ClassifierMixin):
@@ -231,6 +245,14 @@ class _DecisionCalibratedBase(BaseEstimator):
             params = _fit_params(est, sample_weight)
             Z = self._out_of_fold(est, Xb, Xv, y, params, t.predict)
             self.estimator_ = clone(est).fit(Xb, y, **params)
+        if sample_weight is not None and np.all(sample_weight == sample_weight[0]):
+            sample_weight = None                      # equal weights: the calibration's fit is the unweighted one
+        numeric = isinstance(Xv, np.ndarray) and Xv.dtype.kind in 'biuf'
+        order = canonical_order(Z, t.Y, Xv if numeric else None)   # the rows in one order, whatever order they came in
+        Z, Xv, t = Z[order], Xv[order], t._replace(Y=t.Y[order])
+        Xb = Xb.iloc[order] if hasattr(Xb, 'iloc') else Xv
+        sample_weight = None if sample_weight is None else sample_weight[order]
+        self.calibration_order_ = order
         for name, value in t.fitted.items(): setattr(self, name, value)
         self.segment_effect_ = None
         if grown:
@@ -355,12 +377,23 @@ def _defaults(C:int, costs, n_actions, beta, R1, eps) -> tuple:
 # %% ../nbs/85_estimators.ipynb #9bff079e
 MODEL_PROBA_TOL = 1e-4   # the base model's rows may leave [0, 1] or sum to 1 by this much (float32 models)
 
+# %% ../nbs/85_estimators.ipynb #b3e13fdf
+PROBA_BITS = 20   # the significant bits of the base model's probabilities the classifier keeps
+
+# %% ../nbs/85_estimators.ipynb #6ddef752
+def canonical_probabilities(P:np.ndarray, # (n, C) probabilities, rows summing to 1 within ROW_SUM_TOL
+                           ) -> np.ndarray: # (n, C) each entry to PROBA_BITS significant bits, rows summing to 1
+    "Probabilities differing only in their last bits made equal: entries rounded to PROBA_BITS bits, rows / sums."
+    m, e = np.frexp(P)                            # P = m 2^e with m in [0.5, 1): round m on a grid of 2^-PROBA_BITS
+    Q = np.ldexp(np.round(m * 2.0**PROBA_BITS) / 2.0**PROBA_BITS, e)
+    return Q / Q.sum(1, keepdims=True)
+
 # %% ../nbs/85_estimators.ipynb #5bf42acc
 def model_probabilities(P, # the base model's predict_proba
                        ) -> np.ndarray: # (n, C) probabilities, rows summing to 1 within ROW_SUM_TOL
     """The base model's `predict_proba` as the probabilities the first stage and the rounds take: entries down to
-    -MODEL_PROBA_TOL set to 0 and rows that sum to 1 only within MODEL_PROBA_TOL divided by their sums (the rest as
-    they are); anything further is refused, naming the estimator."""
+    -MODEL_PROBA_TOL set to 0, rows that sum to 1 only within MODEL_PROBA_TOL divided by their sums, then
+    `canonical_probabilities`; anything further is refused, naming the estimator."""
     P = np.array(P, dtype=np.float64)
     if P.ndim != 2: raise DeccalError('estimator', f"predict_proba returned shape {P.shape}, not (n, classes)")
     if not np.isfinite(P).all(): raise DeccalError('estimator', "predict_proba returned NaN or infinite values")
@@ -375,7 +408,7 @@ def model_probabilities(P, # the base model's predict_proba
                           f"{MODEL_PROBA_TOL:g}")
     off = err > ROW_SUM_TOL                       # a float32 model's rounding: those rows divided by their sums
     P[off] /= P[off].sum(1, keepdims=True)
-    return P
+    return canonical_probabilities(P)
 
 # %% ../nbs/85_estimators.ipynb #ac759fde
 @patch
@@ -402,9 +435,9 @@ def _target(self:DecisionCalibratedClassifier, est, y) -> _Target:
 # %% ../nbs/85_estimators.ipynb #7415b0ae
 @patch
 def _out_of_fold(self:DecisionCalibratedClassifier, est, Xb, Xv, y, params:dict, predict) -> np.ndarray:
-    "The out-of-fold probabilities of clones of `est` on the `cv` folds (stratified for an int)."
-    return cross_val_predict(clone(est), Xb, y, cv=check_cv(self.cv, y, classifier=True), method='predict_proba',
-                             params=params)
+    "The out-of-fold probabilities of clones of `est` on the `cv` folds (stratified for an int), as `predict` reads."
+    return model_probabilities(cross_val_predict(clone(est), Xb, y, cv=check_cv(self.cv, y, classifier=True),
+                                                 method='predict_proba', params=params))
 
 # %% ../nbs/85_estimators.ipynb #39acbd51
 @patch

@@ -15,7 +15,7 @@ from deccal.first_stage import AVERAGED_STAGES, FIRST_STAGES, FirstStageSelectio
 from deccal.first_stage import select_first_stage
 from deccal.first_stage import stratified_folds
 from deccal.crossfit import CrossFitDeCal
-from deccal.estimators import PROBA_FLOORS
+from deccal.estimators import PROBA_FLOORS, canonical_probabilities, canonical_order
 from deccal.estimators import (DecisionCalibratedClassifier, DecisionCalibratedRegressor, project_simplex,
                                _EXPECTED_FAILED_CHECKS)
 
@@ -182,10 +182,12 @@ def test_sample_weight_reaches_the_calibrator(digits):
     X, t, clf, ca, te = digits
     w = np.random.default_rng(5).uniform(0, 2, len(ca))
     c = DecisionCalibratedClassifier(FrozenEstimator(clf), first_stage=None).fit(X[ca], t[ca], sample_weight=w)
-    emb = lambda Z: deccal.Embedding.from_probs(clf.predict_proba(Z), atol=1e-4)
-    hand = CrossFitDeCal(_calibrator_of(c), n_folds=5, seed=0).fit(emb(X[ca]), np.eye(10)[t[ca]], sample_weight=w,
-                                                                  folds=stratified_folds(t[ca], 5, 0))
-    V = deccal.explicit_predictions(hand.transform(emb(X[te])), deccal.Linear())
+    emb = lambda P: deccal.Embedding.from_probs(P, atol=1e-4)
+    P, y, wo = _in_order(c, clf.predict_proba(X[ca]), t[ca], X[ca], w)
+    hand = CrossFitDeCal(_calibrator_of(c), n_folds=5, seed=0).fit(emb(P), np.eye(10)[y], sample_weight=wo,
+                                                                  folds=stratified_folds(y, 5, 0))
+    V = deccal.explicit_predictions(hand.transform(emb(canonical_probabilities(clf.predict_proba(X[te])))),
+                                    deccal.Linear())
     np.testing.assert_allclose(c.calibrated_vectors(X[te]), V, rtol=0, atol=1e-12)
 
 
@@ -204,15 +206,26 @@ def test_joblib_round_trip(digits, tmp_path):
     np.testing.assert_array_equal(joblib.load(tmp_path / 'c.joblib').predict_proba(X[te]), c.predict_proba(X[te]))
 
 
+def _in_order(est, P, y, X, w=None):
+    """The calibration rows as the estimator fits them: probabilities made canonical, rows in the canonical order
+    (checked against the estimator's `calibration_order_`)."""
+    P = canonical_probabilities(P)
+    o = canonical_order(P, np.eye(P.shape[1])[y], X)
+    np.testing.assert_array_equal(o, est.calibration_order_)
+    return P[o], y[o], None if w is None else w[o]
+
+
 def _by_hand(X, t, ca, te, est, stage=None, sample_weight=None):
-    "The classifier's route by hand: out-of-fold GaussianNB probabilities (3 folds), `stage`, CrossFitDeCal."
+    """The classifier's route by hand: out-of-fold GaussianNB probabilities (3 folds), made canonical and in the
+    canonical order, `stage`, CrossFitDeCal."""
     kw = {} if sample_weight is None else dict(sample_weight=sample_weight)
     P = cross_val_predict(GaussianNB(), X[ca], t[ca], cv=3, method='predict_proba', params=kw)
-    Pn = GaussianNB().fit(X[ca], t[ca], **kw).predict_proba(X[te])
-    if stage is not None: stage.fit(P, t[ca], sample_weight); P, Pn = stage.transform(P), stage.transform(Pn)
+    Pn = canonical_probabilities(GaussianNB().fit(X[ca], t[ca], **kw).predict_proba(X[te]))
+    P, y, sample_weight = _in_order(est, P, t[ca], X[ca], sample_weight)
+    if stage is not None: stage.fit(P, y, sample_weight); P, Pn = stage.transform(P), stage.transform(Pn)
     cf = CrossFitDeCal(_calibrator_of(est), n_folds=5, seed=0)
-    cf.fit(deccal.Embedding.from_probs(P, atol=1e-4), np.eye(10)[t[ca]], sample_weight=sample_weight,
-           folds=stratified_folds(t[ca], 5, 0))
+    cf.fit(deccal.Embedding.from_probs(P, atol=1e-4), np.eye(10)[y], sample_weight=sample_weight,
+           folds=stratified_folds(y, 5, 0))
     return deccal.explicit_predictions(cf.transform(deccal.Embedding.from_probs(Pn, atol=1e-4)), deccal.Linear())
 
 
@@ -244,7 +257,7 @@ def test_first_stage_temperature_by_hand(digits):
     np.testing.assert_allclose(cw.calibrated_vectors(X[te]), _by_hand(X, t, ca, te, cw, tw, sample_weight=w),
                                rtol=0, atol=1e-10)
     assert cw.first_stage_.T_ == tw.T_
-    _by_hand(X, t, ca, te, cw, tu, sample_weight=None)
+    _by_hand(X, t, ca, te, c, tu, sample_weight=None)                     # the unweighted route: c's
     assert abs(tw.T_ - tu.T_) > 1e-3
 
 
@@ -333,7 +346,7 @@ def test_class_with_zero_weight_keeps_the_model_probability():
     with pytest.warns(UserWarning, match=r'class\(es\) \[2\]'):
         est = DecisionCalibratedClassifier(model).fit(X[300:], y[300:], sample_weight=w)
     assert est.absent_classes_.tolist() == [2]
-    V, P0 = est.calibrated_vectors(X[:50]), model.predict_proba(X[:50])
+    V, P0 = est.calibrated_vectors(X[:50]), est.base_probabilities(X[:50])     # the model's, made canonical
     np.testing.assert_allclose(V[:, 2], P0[:, 2], rtol=0, atol=1e-12)
     np.testing.assert_allclose(V.sum(1), 1.0, rtol=0, atol=1e-9)
     with pytest.raises(deccal.DeccalError, match="y: has rows \\(of positive weight\\) of one class only, 0"):
