@@ -294,7 +294,103 @@ class _DecisionCalibratedBase(BaseEstimator):
 
 # %% ../nbs/85_estimators.ipynb #d733b42b
 class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
-    "A classifier's probabilities, decision calibrated for cost-matrix decision makers (linear kernel, one-hot labels)."
+    """A classifier's probabilities, decision calibrated for cost-matrix decision makers.
+
+    The rounds run with the linear kernel on one-hot labels. Fits (or takes, frozen) a base classifier, a first stage on its calibration probabilities, and the rounds of
+    Algorithm 1 (`DimFreeDeCal`) kept only on cross-fitted evidence; `predict_proba` projects the calibrated vectors
+    onto probabilities with a small floor, `predict_action` and `predict_loss` serve cost matrices.
+
+    Parameters
+    ----------
+    estimator : classifier with predict_proba, optional
+        The base model; `FrozenEstimator(fitted)` uses it as fitted (default: `LogisticRegression()`).
+    costs : array of shape (A, C) or (K, A, C), optional
+        Cost matrices of the decision makers one knows of; they set the defaults of `n_actions` and `R1`, and the
+        first stage and the rounds are chosen so that their realized cost is guarded.
+    n_actions : int, optional
+        Actions of the decision makers (default: A of `costs`, else the number of classes).
+    beta : float, optional
+        Temperature of the quantal response (default: 20 sqrt(C) / R1).
+    R1 : float, optional
+        Radius of the loss class, the largest cost vector norm (default: from `costs`, else sqrt(C)).
+    eps : float, optional
+        The calibrator's target decision calibration error (default: 0.01 R1).
+    method : {'dimfree', 'zhao'}, default='dimfree'
+        Algorithm 1 with the line-search step, or the regularized algorithm of Zhao et al.
+    first_stage : str or None, default='auto'
+        A calibrator fitted before the rounds: a name of `deccal.first_stage.FIRST_STAGES`, None, or 'auto'
+        (`select_first_stage` chooses on out-of-fold evidence).
+    cv : int, splitter or iterable, default=5
+        Folds for the base model's out-of-fold probabilities (unused with a `FrozenEstimator`).
+    max_rounds : int, default=50
+        Cap on the calibrator's rounds.
+    early_stopping : bool, default=True
+        Stop each fold calibrator on held-out square loss.
+    validation_fraction : float, default=0.2
+        Share of a calibrator's sample held out for early stopping.
+    n_iter_no_change : int, default=5
+        Rounds without a new lowest held-out square loss before stopping.
+    n_folds : int or None, default=5
+        Folds of the cross-fitting that decides how many rounds to keep (None: one validation split).
+    learning_rate : float, default=0.5
+        Each patch is this fraction of Algorithm 1's, in (0, 1].
+    ensemble : bool, default=True
+        Average the fold calibrators (True) or refit one on every row (False).
+    min_gain_se : float, default=2.0
+        Rounds are kept only if their cross-fitted gain in square loss exceeds this many standard errors.
+    random_state : int, RandomState or None, default=0
+        Seed of the folds and the calibrator.
+    verbose : bool, default=False
+        Show the calibrator's progress on stderr.
+    segments : 'auto', 'trees', column names or positions, Groups or None, default='auto'
+        Segments of the population audited and patched one by one ('auto': categorical levels and the nodes of a
+        depth-2 tree, kept on cross-fitted evidence of a segment effect).
+    max_segments : int, default=32
+        Keep at most this many segments (the largest).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (C,)
+        The class labels, in the order of the columns of every output.
+    estimator_ : classifier
+        The fitted (or frozen) base model.
+    first_stage_ : FirstStage, FirstStageSelection or None
+        The fitted first stage ('auto': the selection, with every candidate's out-of-fold scores).
+    calibrator_ : CrossFitDeCal or DimFreeDeCal
+        The fitted rounds (cross-fitted: `best_round_` kept, `gain_` and `gain_se_` per round count).
+    n_actions_, beta_, R1_, eps_ : int, float, float, float
+        The values the fit used (the defaults resolved).
+    proba_floor_ : float
+        The floor of `predict_proba`, chosen on out-of-fold log loss.
+    absent_classes_ : ndarray
+        Classes of `classes_` with no calibration row (of positive weight): they keep the model's probability.
+    absent_columns_ : ndarray
+        Their columns.
+    segment_groups_ : Groups or None
+        The segments audited (None: none).
+    segment_names_ : list of str or None
+        Their names.
+    segments_ : dict or None
+        Per segment, the gap before and after, on the calibration rows (out of fold where cross-fitted).
+    segment_effect_ : SegmentEffect or None
+        The cross-fitted evidence that decided whether 'auto' segments are kept.
+    calibration_order_ : ndarray of shape (n,)
+        The calibration rows in the order the fit used them (the calibrator's per-row attributes follow it).
+    n_features_in_ : int
+        Number of features seen in `fit` (`feature_names_in_` too, for a DataFrame).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.frozen import FrozenEstimator
+    >>> from sklearn.naive_bayes import GaussianNB
+    >>> from deccal import DecisionCalibratedClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> model = GaussianNB().fit(X[::2], y[::2])
+    >>> cal = DecisionCalibratedClassifier(FrozenEstimator(model)).fit(X[1::2], y[1::2])
+    >>> cal.predict_proba(X[:2]).shape
+    (2, 3)
+    """
     _parameter_constraints: dict = {**_DecisionCalibratedBase._parameter_constraints,
                                     'estimator': [HasMethods(['fit', 'predict_proba']), None],
                                     'costs': ['array-like', None],
@@ -757,7 +853,104 @@ def default_n_samples(n:int, # calibration rows
 
 # %% ../nbs/85_estimators.ipynb #7cdca3e8
 class DecisionCalibratedRegressor(RegressorMixin, _DecisionCalibratedBase):
-    "A regressor's predictive distributions, decision calibrated for the decision makers of a kernel's loss class."
+    """A regressor's predictive distributions, decision calibrated for the decision makers of a kernel's loss class.
+
+    Fits (or takes, frozen) a base regressor, builds each row's start distribution (for 1-D outcomes chosen by
+    out-of-fold CRPS among the candidate starts), and runs the rounds of Algorithm 1 (`DimFreeDeCal`) on it, kept
+    only on cross-fitted evidence. `predict` is the calibrated mean; `predict_distribution`, `predict_quantiles`,
+    `predict_interval` and `predict_action` read the calibrated distributions in y's own units.
+
+    Parameters
+    ----------
+    estimator : regressor, optional
+        The base model; `FrozenEstimator(fitted)` uses it as fitted (default: `LinearRegression()`).
+    losses : PiecewiseLinearLoss, Loss, or a list of them, optional
+        The losses of the decision makers one knows of (newsvendors, pinball losses in y's units, or deccal Losses
+        in a kernel's RKHS); they set the defaults of `n_actions` and `R1`.
+    kernel : Kernel or str, optional
+        A deccal kernel or its registry name (default: for 1-D outcomes the min kernel on y mapped onto [0.2, 1];
+        else the losses' kernel, else RBF by the median heuristic).
+    n_actions : int, optional
+        Actions of the decision makers (default: that of `losses`, else 2).
+    beta : float, optional
+        Temperature of the quantal response (default: 10 / (R1 R2), R2 the largest outcome norm).
+    R1 : float, optional
+        Radius of the loss class, the largest RKHS norm of a loss (default: the largest of `losses`, else 1).
+    eps : float, optional
+        The calibrator's target (default: 0.01 R1 R2).
+    method : {'dimfree', 'zhao'}, default='dimfree'
+        Algorithm 1 with the line-search step, or the regularized algorithm of Zhao et al.
+    cv : int, splitter or iterable, default=5
+        Folds for the base model's out-of-fold predictions (unused with a `FrozenEstimator`).
+    n_samples : int, optional
+        Atoms of each row's start distribution (default: sqrt(n) / 2 within [16, 64]; 0: point predictions).
+    max_rounds : int, default=50
+        Cap on the calibrator's rounds.
+    early_stopping : bool, default=True
+        Stop each fold calibrator on held-out square loss.
+    validation_fraction : float, default=0.2
+        Share of a calibrator's sample held out for early stopping.
+    n_iter_no_change : int, default=5
+        Rounds without a new lowest held-out square loss before stopping.
+    n_folds : int or None, default=5
+        Folds of the cross-fitting that decides how many rounds to keep (None: one validation split).
+    learning_rate : float, default=0.5
+        Each patch is this fraction of Algorithm 1's, in (0, 1].
+    ensemble : bool, default=True
+        Average the fold calibrators (True) or refit one on every row (False).
+    min_gain_se : float, default=2.0
+        Rounds are kept only if their cross-fitted gain in square loss exceeds this many standard errors.
+    random_state : int, RandomState or None, default=0
+        Seed of the folds and the calibrator.
+    verbose : bool, default=False
+        Show the calibrator's progress on stderr.
+    segments : 'auto', column names or positions, Groups or None, default='auto'
+        Segments audited and patched one by one ('auto': the levels of X's categorical columns).
+    max_segments : int, default=32
+        Keep at most this many segments (the largest).
+
+    Attributes
+    ----------
+    estimator_ : regressor
+        The fitted (or frozen) base model.
+    calibrator_ : CrossFitDeCal or DimFreeDeCal
+        The fitted rounds (cross-fitted: `best_round_` kept, `gain_` and `gain_se_` per round count).
+    kernel_, losses_ : Kernel, list
+        The kernel the rounds run in and the losses in it.
+    n_actions_, beta_, R1_, R2_, eps_ : int, float, float, float, float
+        The values the fit used (the defaults resolved; R2 the largest outcome norm).
+    n_outputs_, n_samples_ : int, int
+        Outcome dimensions; atoms of each start distribution.
+    outcome_scale_ : object or None
+        The map of 1-D outcomes onto the min kernel's domain (None for other kernels).
+    y_range_ : ndarray of shape (2, d)
+        The calibration outcomes' smallest and largest values.
+    start_, start_candidates_, start_report_, start_rows_ : str, tuple, dict, StartRows
+        The start chosen for 1-D outcomes, the candidates, their out-of-fold scores and the rows new starts read.
+    residuals_ : ndarray or None
+        For d > 1: the residual rows the start adds to each point prediction.
+    out_of_fold_distribution_, calibration_outcomes_, interval_folds_ : AtomDistribution, ndarray, ndarray
+        The calibration rows' out-of-fold distributions, their outcomes and folds: what intervals are built from.
+    segment_groups_, segment_names_, segments_, segment_effect_ : Groups, list, dict, object (or None)
+        The segments audited, their names, the gaps before and after per segment, and the evidence for them.
+    calibration_order_ : ndarray of shape (n,)
+        The calibration rows in the order the fit used them (the per-row attributes above follow it).
+    n_features_in_ : int
+        Number of features seen in `fit` (`feature_names_in_` too, for a DataFrame).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.frozen import FrozenEstimator
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from deccal import DecisionCalibratedRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 2)); y = X[:, 0] + rng.exponential(size=400)
+    >>> model = LinearRegression().fit(X[:200], y[:200])
+    >>> reg = DecisionCalibratedRegressor(FrozenEstimator(model)).fit(X[200:], y[200:])
+    >>> reg.predict_quantiles(X[:3], [0.1, 0.9]).shape
+    (3, 2)
+    """
     _parameter_constraints: dict = {**_DecisionCalibratedBase._parameter_constraints,
                                     'estimator': [HasMethods(['fit', 'predict']), None],
                                     'losses': [Loss, PiecewiseLinearLoss, list, tuple, None],

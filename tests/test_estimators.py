@@ -351,3 +351,34 @@ def test_class_with_zero_weight_keeps_the_model_probability():
     np.testing.assert_allclose(V.sum(1), 1.0, rtol=0, atol=1e-9)
     with pytest.raises(deccal.DeccalError, match="y: has rows \\(of positive weight\\) of one class only, 0"):
         DecisionCalibratedClassifier(model).fit(X[300:], y[300:], sample_weight=(y[300:] == 0).astype(float))
+
+
+def test_docstrings_name_every_parameter_and_fitted_attribute():
+    "The numpydoc Parameters section names every parameter, the Attributes section every fitted attribute."
+    import re
+    from sklearn.linear_model import Ridge
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y, yr = (X[:, 0] + rng.normal(size=200) > 0).astype(int), X[:, 0] + rng.normal(size=200)
+    clf, reg = FrozenEstimator(LogisticRegression().fit(X, y)), FrozenEstimator(Ridge().fit(X, yr))
+    fitted = {DecisionCalibratedClassifier: DecisionCalibratedClassifier(clf, max_rounds=2).fit(X, y),
+              DecisionCalibratedRegressor: DecisionCalibratedRegressor(reg, max_rounds=2).fit(X, yr)}
+    for cls, est in fitted.items():
+        doc = cls.__doc__
+        params, attrs = doc.split('Parameters\n    ----------')[1].split('Attributes\n    ----------')
+        attrs = attrs.split('Examples\n    --------')[0]
+        heads = lambda sec: re.findall(r'^    (\w[\w, ]*) :', sec, re.M)      # the names before ' : '
+        named = lambda sec: {n.strip() for line in heads(sec) for n in line.split(',')}
+        assert set(cls().get_params()) <= named(params), set(cls().get_params()) - named(params)
+        fit_attrs = {k for k in vars(est) if k.endswith('_') and not k.startswith('_')}
+        assert fit_attrs <= named(attrs), fit_attrs - named(attrs)
+
+
+def test_docstring_examples_run():
+    "The Examples of the two estimators' docstrings run as written and print what they show."
+    import doctest
+    for cls in (DecisionCalibratedClassifier, DecisionCalibratedRegressor):
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        for t in doctest.DocTestFinder(recurse=False).find(cls, cls.__name__, globs={}):
+            runner.run(t)
+        assert runner.failures == 0 and runner.tries >= 5, (cls.__name__, runner.summarize())
