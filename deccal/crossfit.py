@@ -63,7 +63,58 @@ def check_calibrator(v, # the `calibrator` parameter
 
 # %% ../nbs/09d_crossfit.ipynb #18d31441
 class CrossFitDeCal(Estimator):
-    "A calibrator fitted on K folds; its rounds are kept only when the folds it never saw show a gain beyond noise."
+    """A calibrator fitted on K folds; its rounds are kept only when the folds it never saw show a gain beyond noise.
+
+    Each fold's calibrator is fitted on the other K - 1 folds and replayed on its own; the cross-fitted gain in
+    square loss of each round count t decides how many rounds are kept (`best_round_`): the t of largest gain if it
+    exceeds `min_gain_se` paired standard errors, else 0. `transform` averages the kept fold calibrators.
+
+    Parameters
+    ----------
+    calibrator : DimFreeDeCal or ZhaoDeCal
+        The calibrator fitted on each fold (cloned; its early stopping, if on, judges on the fold left out).
+    n_folds : int, default=5
+        K >= 2 folds.
+    min_gain_se : float, default=2.0
+        Keep t* > 0 rounds only if their mean cross-fitted gain exceeds this many standard errors.
+    ensemble : bool, default=True
+        Average the K fold calibrators (True) or refit one on every row with t* rounds (False).
+    seed : int, default=0
+        Seed of the folds.
+
+    Attributes
+    ----------
+    best_round_ : int
+        The rounds kept, t*.
+    gain_, gain_se_ : ndarray of shape (T + 1,)
+        The cross-fitted gain in square loss of each round count, and its standard error.
+    members_, fold_members_ : list of calibrators
+        The calibrators `transform` averages, and the fold calibrators cut to t* rounds.
+    folds_ : ndarray of shape (n,)
+        Each row's fold.
+    out_of_fold_losses_ : ndarray of shape (2, n)
+        Each row's square loss before and after t* rounds, from the calibrator that never saw it.
+    rounds_run_ : list of int
+        The rounds each fold calibrator ran.
+    round_scores_ : ndarray of shape (T + 1,)
+        The caller's `score` of each round count with evidence, where `fit` was given one (else NaN).
+    guard_ : dict or None
+        Where `fit` was given a `guard`: each count's mean and paired se of the guard's values minus 0 rounds'.
+    params_, groups_, seconds_ : dict, Groups or None, float
+        The checked parameters, the segment definition the fold calibrators read, and the fit's seconds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from deccal import CrossFitDeCal, DimFreeDeCal, Embedding, Linear
+    >>> rng = np.random.default_rng(0)
+    >>> P = rng.dirichlet(np.ones(3), 300); y = (P ** 2).cumsum(1) / (P ** 2).sum(1, keepdims=True)
+    >>> Y = np.eye(3)[(y < rng.uniform(size=(300, 1))).sum(1)]
+    >>> cal = DimFreeDeCal(Linear(), n_actions=3, max_rounds=5, step='line-search')
+    >>> cf = CrossFitDeCal(cal, n_folds=3).fit(Embedding.from_probs(P), Y)
+    >>> cf.transform(Embedding.from_probs(P[:4])).n
+    4
+    """
     def __init__(self,
                  calibrator:DimFreeDeCal,  # the calibrator to fit on each fold (cloned; its early stopping, if on,
                                            # judges on the fold left out)

@@ -382,3 +382,20 @@ def test_docstring_examples_run():
         for t in doctest.DocTestFinder(recurse=False).find(cls, cls.__name__, globs={}):
             runner.run(t)
         assert runner.failures == 0 and runner.tries >= 5, (cls.__name__, runner.summarize())
+
+
+def test_crossfit_docstring_names_every_parameter_and_fitted_attribute():
+    "CrossFitDeCal's numpydoc sections name its parameters and fitted attributes; its example runs."
+    import doctest, re
+    from deccal import CrossFitDeCal, DimFreeDeCal, Embedding, Linear
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(3), 120)
+    Y = np.eye(3)[(P.cumsum(1) < rng.uniform(size=(120, 1))).sum(1)]
+    cf = CrossFitDeCal(DimFreeDeCal(Linear(), n_actions=3, max_rounds=2), n_folds=3).fit(Embedding.from_probs(P), Y)
+    params, attrs = CrossFitDeCal.__doc__.split('Parameters\n    ----------')[1].split('Attributes\n    ----------')
+    named = lambda sec: {n.strip() for line in re.findall(r'^    (\w[\w, ]*) :', sec, re.M) for n in line.split(',')}
+    assert set(cf.get_params(deep=False)) <= named(params)
+    assert {k for k in vars(cf) if k.endswith('_') and not k.startswith('_')} <= named(attrs.split('Examples')[0])
+    runner = doctest.DocTestRunner()
+    for t in doctest.DocTestFinder(recurse=False).find(CrossFitDeCal, 'CrossFitDeCal', globs={}): runner.run(t)
+    assert runner.failures == 0 and runner.tries >= 5
