@@ -296,9 +296,10 @@ class _DecisionCalibratedBase(BaseEstimator):
 class DecisionCalibratedClassifier(ClassifierMixin, _DecisionCalibratedBase):
     """A classifier's probabilities, decision calibrated for cost-matrix decision makers.
 
-    The rounds run with the linear kernel on one-hot labels. Fits (or takes, frozen) a base classifier, a first stage on its calibration probabilities, and the rounds of
-    Algorithm 1 (`DimFreeDeCal`) kept only on cross-fitted evidence; `predict_proba` projects the calibrated vectors
-    onto probabilities with a small floor, `predict_action` and `predict_loss` serve cost matrices.
+    The rounds run with the linear kernel on one-hot labels. Fits (or takes, frozen) a base classifier, a first
+    stage on its calibration probabilities, and the rounds of Algorithm 1 (`DimFreeDeCal`) kept only on cross-fitted
+    evidence; `predict_proba` projects the calibrated vectors onto probabilities with a small floor, and
+    `predict_action` and `predict_loss` serve cost matrices.
 
     Parameters
     ----------
