@@ -12,7 +12,7 @@ from . import checks
 from statistics import NormalDist
 from .checks import (DeccalError, DeccalTypeError, check_array, check_bool, check_int, check_number,
                            check_positive, check_radius, check_rows, check_seed, check_choice, Progress)
-from .checks import one_blas_thread, check_groups, check_memory, rows_of
+from .checks import one_blas_thread, check_groups, check_memory, check_work, eigh_flops, rows_of
 from .kernels import Kernel
 from .losses import Loss
 from .embedding import Embedding
@@ -486,6 +486,9 @@ def _audit_in_memory(pred:Embedding,  # predictions p(x_i) on the audit sample
     rng = np.random.default_rng(opts['seed'])
     if method == 'auto': method = 'exact' if n <= exact_max else 'randomized' if n <= LANDMARKS_ABOVE else 'landmarks'
     if method != 'landmarks': exact_max = n if method == 'exact' else 0 if method == 'randomized' else exact_max
+    if method == 'exact':                             # two eigendecompositions of order n, P's and R's
+        check_work(2 * eigh_flops(n), 'method' if opts['method'] == 'exact' else 'exact_max',
+                   f"the exact factors of {n:,} rows")
     grams = _Grams(kernel, pred, Y)
     n_pass = 1 if method == 'landmarks' else _n_passes(n, exact_max, grams.fits())
     starts = len(inits) + n_starts

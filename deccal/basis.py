@@ -6,6 +6,7 @@
 from __future__ import annotations
 import numpy as np
 import scipy.linalg
+from .checks import check_work, eigh_flops
 from .kernels import Kernel
 from .embedding import Embedding
 
@@ -110,7 +111,9 @@ def make_basis(kernel:Kernel,    # the RKHS
               ) -> tuple:        # (Basis, captured fraction of the trace of K_v)
     "All 2n generalized atoms when n <= exact_max; otherwise the atoms a pivoted Cholesky of K_v chooses."
     n = pred0.n
-    if n <= exact_max: return Basis(kernel, Y, pred0), 1.0
+    if n <= exact_max:                            # the whitening of 2n atoms: an eigendecomposition of order 2n
+        check_work(eigh_flops(2 * n), 'exact_max', f"a basis of all {2 * n:,} atoms of {n:,} rows")
+        return Basis(kernel, Y, pred0), 1.0
     diag = np.concatenate([kernel.diag(Y), pred0.sq_norms(kernel)])
     def column(i):
         if i < n: return np.concatenate([kernel.gram(Y, Y[i:i + 1])[:, 0], pred0.evaluate(kernel, Y[i:i + 1])[:, 0]])

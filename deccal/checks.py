@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['RADIUS_RANGE', 'WEIGHT_RANGE', 'MEMORY_BUDGET', 'BLAS_THREADS', 'DeccalError', 'DeccalTypeError', 'NotFittedError',
-           'check_array', 'as_points', 'is_number', 'check_number', 'check_positive', 'check_radius', 'check_bandwidth',
-           'check_int', 'check_seed', 'random_generator', 'check_bool', 'check_choice', 'check_rows', 'weight_shift',
-           'check_sample_weight', 'check_groups', 'rows_of', 'check_label_kinds', 'row_blocks', 'tiles',
-           'available_memory', 'check_memory', 'check_output_path', 'atomic_write', 'Progress', 'patch', 'on_dask',
-           'blas_controller', 'one_blas_thread']
+__all__ = ['RADIUS_RANGE', 'WEIGHT_RANGE', 'MEMORY_BUDGET', 'WORK_BUDGET', 'BLAS_THREADS', 'DeccalError', 'DeccalTypeError',
+           'NotFittedError', 'check_array', 'as_points', 'is_number', 'check_number', 'check_positive', 'check_radius',
+           'check_bandwidth', 'check_int', 'check_seed', 'random_generator', 'check_bool', 'check_choice', 'check_rows',
+           'weight_shift', 'check_sample_weight', 'check_groups', 'rows_of', 'check_label_kinds', 'row_blocks', 'tiles',
+           'available_memory', 'check_memory', 'eigh_flops', 'check_work', 'check_output_path', 'atomic_write',
+           'Progress', 'patch', 'on_dask', 'blas_controller', 'one_blas_thread']
 
 # %% ../nbs/00_checks.ipynb #864c9464
 class DeccalError(ValueError):
@@ -312,6 +312,25 @@ def check_memory(need:float,  # bytes the arrays would take (estimated from thei
     if have is not None and not need <= have:
         raise DeccalError(name, f"{what} need about {need / 1e9:.3g} GB (estimated from the array shapes), more "
                           f"than the {have / 1e9:.3g} GB of memory available")
+
+# %% ../nbs/00_checks.ipynb #08cbe314
+WORK_BUDGET = 1e13   # floating-point operations: the most one step may plan before it is refused
+
+# %% ../nbs/00_checks.ipynb #b0826c84
+def eigh_flops(m:int, # the order of the symmetric matrix
+              ) -> float: # floating-point operations, about
+    "The work of a symmetric eigendecomposition with eigenvectors: about 9 m^3 operations (tridiagonal QR)."
+    return 9.0 * float(m) ** 3
+
+# %% ../nbs/00_checks.ipynb #a2d38143
+def check_work(flops:float, # the operations the step would take (estimated from the shapes)
+               name:str,    # the argument (or command-line option) that asked for them
+               what:str,    # the step, in words ("an exact eigendecomposition of 9,000 rows")
+              ):
+    "Refuse, before it starts, a step estimated above WORK_BUDGET floating-point operations."
+    if not flops <= WORK_BUDGET:
+        raise DeccalError(name, f"{what} would take about {flops:.2g} floating-point operations, above "
+                          f"deccal.checks.WORK_BUDGET ({WORK_BUDGET:.2g}): lower {name}, or raise WORK_BUDGET")
 
 # %% ../nbs/00_checks.ipynb #7e2ab106
 def check_output_path(path,             # the file to be written
