@@ -1608,6 +1608,46 @@ def predict_interval(self:DecisionCalibratedRegressor,
     hi = np.stack([D.quantiles(1 - alpha / 2, right=True) for D in ends], axis=1)
     return cv_plus_ends(lo, hi, E, folds, alpha)
 
+# %% ../nbs/85_estimators.ipynb #6639d0d4
+@patch
+def summary(self:_DecisionCalibratedBase) -> str:
+    "What the fit chose and why: the base model, the start of the rounds, the segments, the rounds kept, in lines."
+    _check_fitted(self)
+    base = self.estimator_
+    model = (f"{type(base.estimator).__name__} (frozen)" if isinstance(base, FrozenEstimator)
+             else type(base).__name__)
+    out = [f"{type(self).__name__}: base model {model}, {self.n_features_in_} features, "
+           f"{len(self.calibration_order_):,} calibration rows"]
+    fs = getattr(self, 'first_stage_', 'absent')
+    if fs is None: out.append("first stage: none (first_stage=None)")
+    elif fs != 'absent':
+        name = getattr(fs, 'name', type(fs).__name__)
+        how = {'gap': "the lowest out-of-fold gap for the given costs among the candidates that pass the log-loss "
+                      "and cost guards", 'brier': "by the out-of-fold Brier rule: a richer map only if it beats the "
+                      "simple choice by 2 paired se"}.get(getattr(fs, 'criterion', None), 'named by the user')
+        out.append(f"first stage: {name}, {how}")
+    if getattr(self, 'start_', None) is not None:
+        out.append(f"start: {self.start_} (the lowest out-of-fold CRPS among {len(self.start_candidates_)} candidates)")
+    eff = self.segment_effect_
+    if self.segment_groups_ is None:
+        out.append("segments: none" + ("" if eff is None else f" (no segment effect out of fold: Brier gain "
+                                                             f"{eff.gain:+.2e} ± {eff.gain_se:.1e})"))
+    else:
+        why = "" if eff is None else f" (Brier gain {eff.gain:+.2e} ± {eff.gain_se:.1e} out of fold)"
+        out.append(f"segments: {len(self.segment_names_) - 1} besides everyone{why}")
+    cal = self.calibrator_
+    if isinstance(cal, CrossFitDeCal):
+        t, g, se = cal.best_round_, cal.gain_, cal.gain_se_
+        best = int(np.argmax(g[1:])) + 1 if len(g) > 1 else 0
+        bar = cal.params_['min_gain_se']
+        why = (f"cross-fitted gain in square loss {g[t]:+.5f} ± {se[t]:.5f}, above {bar:g} se" if t else
+               f"no count's cross-fitted gain cleared {bar:g} se" + (f" (largest, at {best}: {g[best]:+.5f} ± "
+                                                                        f"{se[best]:.5f})" if best else ""))
+        out.append(f"rounds: {t} kept of {len(g) - 1} every fold ran ({why})")
+    else:
+        out.append(f"rounds: {cal.best_round_} kept of {len(cal.all_rounds_)} run (stopped: {cal.stop_reason_})")
+    return '\n'.join(out)
+
 # %% ../nbs/85_estimators.ipynb #d844db03
 _WEIGHTS_NOT_REPEATS = ("weights are used, but a weight of 2 is not a repeated row to 1e-7: the cross-validation "
                         "folds and the cross-fitting's folds may split a repeated row's copies, and the "
