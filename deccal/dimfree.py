@@ -507,7 +507,7 @@ def feature_inputs(pred:Embedding, # predictions
     G = np.zeros((pred.n, 0)) if groups is None else np.ascontiguousarray(groups, dtype=float)
     return np.ascontiguousarray(explicit_predictions(pred, kern)), G
 
-# %% ../nbs/08_dimfreedecal.ipynb
+# %% ../nbs/08_dimfreedecal.ipynb #0c330944
 _TILE = 64    # rows per task of the replay kernel (a task's state, 3 T A x 64 numbers, stays in the core's cache)
 _CHUNK = 10   # rounds per chunk of the blocked update of the later rounds' loss estimates and norms
 import scipy.linalg.cython_blas  # noqa: F401  (the BLAS Numba's gemm wrapper loads, imported before the kernel runs)

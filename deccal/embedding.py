@@ -400,7 +400,7 @@ def concat(first:Embedding,      # the first predictions
         r, c = r + p.n, c + len(p.V)
     return Embedding(Z, W, V, theta, np.concatenate([p.gamma for p in preds]))
 
-# %% ../nbs/03_embedding.ipynb
+# %% ../nbs/03_embedding.ipynb #832eb0ed
 class FactoredEmbedding(Embedding):
     """Predictions s_i (p0(x_i) + sum_j coef[i, j] f_j), f_j = sum_k F[j, k] phi(U[k]): an `Embedding` whose shared
     weights theta (n x (M0 + M)) are built only when read; loss estimates, evaluations and norms use the factors."""

@@ -103,7 +103,7 @@ def canonical_order(Z,       # (n, ...) the base model's predictions of the cali
     K = np.column_stack([np.asarray(a, np.float64).reshape(n, -1) for a in (Z, Y) + (() if X is None else (X,))])
     return np.lexsort(K.T[::-1])
 
-# %% ../nbs/85_estimators.ipynb #new
+# %% ../nbs/85_estimators.ipynb #d970886f
 def check_frozen_fitted(est, # a FrozenEstimator
                        ):
     "A DeccalError naming `estimator` if the model a FrozenEstimator wraps is not fitted (it is never fitted here)."
@@ -1044,7 +1044,7 @@ def _check_losses(losses) -> list:
                                     "give losses with one number of actions")
     return ls
 
-# %% ../nbs/85_estimators.ipynb #new
+# %% ../nbs/85_estimators.ipynb #342b0a4b
 Y_MAX = 1e150   # the largest |y| the regressor takes: squares of outcomes (kernels, norms) stay finite
 
 def check_outcome_scale(Y, # (n, d) outcomes
@@ -1056,7 +1056,7 @@ def check_outcome_scale(Y, # (n, d) outcomes
                                "(in the kernel and its norms) overflow: rescale y, e.g. y / y.std()")
 
 
-# %% ../nbs/85_estimators.ipynb #new
+# %% ../nbs/85_estimators.ipynb #8fcc3e65
 def default_rbf(Y, # (n, d) outcomes, |y| <= Y_MAX
                ) -> Kernel:
     "RBF with gamma by `median_heuristic`, where `check_bandwidth` finds the outcomes' spread gives a usable gamma."
@@ -1140,7 +1140,7 @@ def in_kernel_domain(Z,              # (n, B, d) atoms
     "The atoms clipped to the min kernel's [0, 1] (the only kernel here whose domain a prediction can leave)."
     return np.clip(Z, 0.0, 1.0) if getattr(kernel, 'name', None) == 'min' else Z
 
-# %% ../nbs/85_estimators.ipynb #new
+# %% ../nbs/85_estimators.ipynb #0422446a
 def check_outputs(P,      # the base model's predictions for n rows
                   n:int,  # rows
                   d:int,  # columns of y
@@ -1189,7 +1189,7 @@ def with_residuals(Z,           # (n, 1, d) point predictions
     "Each point prediction plus every residual atom: the atoms of the start distribution."
     return in_kernel_domain(Z + residuals[None, :, :], kernel)
 
-# %% ../nbs/85_estimators.ipynb #new
+# %% ../nbs/85_estimators.ipynb #eb2456bc
 MAX_ATOMS = 50_000          # budget: the atoms of the rows a calibrator pairs whole (see fit_work)
 EVALS_PER_SECOND = 2.9e8    # kernel evaluations per CPU second of a regressor's fit (measured, see below)
 EXACT_ROWS = inspect.signature(DimFreeDeCal).parameters['exact_max'].default   # rows of an exact basis (500)
@@ -1205,7 +1205,7 @@ def fit_work(n:int,          # calibration rows
     return N, N_pair, 10.0 * N * N_pair
 
 
-# %% ../nbs/85_estimators.ipynb #new
+# %% ../nbs/85_estimators.ipynb #8300828f
 def check_fit_work(n:int, n_samples:int, n_folds=5):
     "A DeccalError naming `n_samples` above MAX_ATOMS paired atoms, with N, the time and the n_samples that fit."
     N, N_pair, evals = fit_work(n, n_samples, n_folds)

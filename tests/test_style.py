@@ -68,3 +68,14 @@ def test_import_graph_has_no_cycle_and_no_private_name_crosses_a_module():
         for other in graph[m]:
             bad = re.findall(rf"\b{other}\._[a-z]\w*", src)
             assert not bad, f"{m} reaches private names of {other}: {bad}"
+
+
+def test_notebook_cells_have_unique_ids():
+    "Every notebook is valid nbformat 4.5 in its cell ids: each cell has one, of the allowed characters, unique."
+    import json, re
+    for f in sorted((ROOT / 'nbs').glob('*.ipynb')):
+        nb = json.loads(f.read_text(encoding='utf-8'))
+        ids = [c.get('id') for c in nb['cells']]
+        assert (nb['nbformat'], nb['nbformat_minor'] >= 5) == (4, True), f.name
+        assert all(isinstance(i, str) and re.fullmatch(r'[A-Za-z0-9_-]{1,64}', i) for i in ids), f.name
+        assert len(set(ids)) == len(ids), (f.name, [i for i in ids if ids.count(i) > 1])
