@@ -269,26 +269,21 @@ def _as_options(e:DeccalError) -> DeccalError:
     return _relabel(e, opts[e.arg]) if e.arg in opts else e
 
 # %% ../nbs/90_cli.ipynb #87d6e5be
-# whether this run holds SIGINT and SIGTERM once its last output begins (main sets it), and the signals held
-COMMAND = dict(held=False, signals=[])
+# whether this run is the `deccal` command, which ignores SIGINT and SIGTERM once its last output begins
+COMMAND = dict(active=False)
 
 # %% ../nbs/90_cli.ipynb #27fcfac6
 STOPS = (signal.SIGINT, signal.SIGTERM)   # the signals that stop the command
 
-def _hold(signum, frame):
-    "A stop that came while the last output is written: noted, not acted on."
-    COMMAND['signals'].append(signum)
+# %% ../nbs/90_cli.ipynb #8e8f8112
+def _ignore_stops():
+    "From here SIGINT and SIGTERM are ignored: the command finishes what it began."
+    for s in STOPS: signal.signal(s, signal.SIG_IGN)
 
 # %% ../nbs/90_cli.ipynb #5ab99dc6
 def _final_output():
-    "The command's last output begins: as the `deccal` command, hold SIGINT and SIGTERM until it ends."
-    if COMMAND['held']:
-        for s in STOPS: signal.signal(s, _hold)
-
-# %% ../nbs/90_cli.ipynb #8e8f8112
-def _ignore_stops():
-    "The status is decided: from here SIGINT and SIGTERM are ignored (any held is dropped)."
-    for s in STOPS: signal.signal(s, signal.SIG_IGN)
+    "The command's last output begins: as the `deccal` command, SIGINT and SIGTERM are ignored from here."
+    if COMMAND['active']: _ignore_stops()
 
 # %% ../nbs/90_cli.ipynb #5e9c3ea1
 def _npz_output(path, what):
@@ -674,7 +669,7 @@ def main(argv:list=None,     # the arguments (default: the command line)
         ) -> int:            # the exit status
     "The `deccal` console script: 0 on success, else the status and the one line of the table above."
     here = threading.current_thread() is threading.main_thread()     # signal handlers can only be set there
-    COMMAND.update(held=command and here, signals=[])
+    COMMAND['active'] = command and here
     if here: old = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         _run(parser().parse_args(argv))
@@ -686,6 +681,6 @@ def main(argv:list=None,     # the arguments (default: the command line)
     except SystemExit as e:     # argparse: --help, or its errors
         return e.code if isinstance(e.code, int) else 0 if e.code is None else 1
     finally:
-        if COMMAND['held']: _ignore_stops()                       # the status is decided: the process ends with it
+        if COMMAND['active']: _ignore_stops()                       # the status is decided: the process ends with it
         elif here: signal.signal(signal.SIGTERM, signal.SIG_DFL if old is None else old)
     return 0
