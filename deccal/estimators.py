@@ -1618,14 +1618,14 @@ def summary(self:_DecisionCalibratedBase) -> str:
              else type(base).__name__)
     out = [f"{type(self).__name__}: base model {model}, {self.n_features_in_} features, "
            f"{len(self.calibration_order_):,} calibration rows"]
-    fs = getattr(self, 'first_stage_', 'absent')
-    if fs is None: out.append("first stage: none (first_stage=None)")
-    elif fs != 'absent':
+    fs = getattr(self, 'first_stage_', None)                          # the classifier's (the regressor has none)
+    if fs is not None:
         name = getattr(fs, 'name', type(fs).__name__)
         how = {'gap': "the lowest out-of-fold gap for the given costs among the candidates that pass the log-loss "
                       "and cost guards", 'brier': "by the out-of-fold Brier rule: a richer map only if it beats the "
                       "simple choice by 2 paired se"}.get(getattr(fs, 'criterion', None), 'named by the user')
         out.append(f"first stage: {name}, {how}")
+    elif hasattr(self, 'first_stage_'): out.append("first stage: none (first_stage=None)")
     if getattr(self, 'start_', None) is not None:
         out.append(f"start: {self.start_} (the lowest out-of-fold CRPS among {len(self.start_candidates_)} candidates)")
     eff = self.segment_effect_
