@@ -18,7 +18,7 @@ from .dimfree import DimFreeDeCal, group_memberships, calibrated_features
 
 # %% auto #0
 __all__ = ['mean_embedding', 'mean_factored', 'check_calibrator', 'CrossFitDeCal', 'fold_losses', 'fold_ids', 'fold_parts',
-           'fold_predictions', 'guarded_count']
+           'fold_predictions', 'gap_difference', 'guarded_count']
 
 # %% ../nbs/09d_crossfit.ipynb #03578372
 def mean_embedding(preds:list, # Embeddings of the same predictions' own atoms (Z, W), e.g. transforms of one pred
@@ -100,6 +100,9 @@ class CrossFitDeCal(Estimator):
         The caller's `score` of each round count with evidence, where `fit` was given one (else NaN).
     guard_ : dict or None
         Where `fit` was given a `guard`: each count's mean and paired se of the guard's values minus 0 rounds'.
+    gap_guard_ : dict or None
+        Where `fit` was given a `gap_guard`: each count's change of the decision makers' mean gap over 0 rounds',
+        and its paired se (`gap_difference`).
     params_, groups_, seconds_ : dict, Groups or None, float
         The checked parameters, the segment definition the fold calibrators read, and the fit's seconds.
 
@@ -177,6 +180,19 @@ def fold_predictions(members:list,     # the fold calibrators: members[k] never 
     idx, parts = zip(*fold_parts(members, folds, pred, groups))
     return Embedding.concat(*parts)[np.argsort(np.concatenate(idx), kind='stable')]
 
+# %% ../nbs/09d_crossfit.ipynb #88fb9e5f
+def gap_difference(D0:np.ndarray, # (K, n) paid minus promised, per decision maker and row, at 0 rounds
+                   D:np.ndarray,  # (K, n) the same after t rounds
+                   w:np.ndarray,  # (n,) weights
+                  ) -> tuple:     # (the mean |gap| after t rounds minus at 0 rounds, its paired standard error)
+    """The change of the decision makers' mean gap, the mean over the K of |weighted mean of paid minus promised|,
+    with its delta-method standard error: each row's influence is its paid minus promised, signed by its decision
+    maker's mean, averaged over the K, after minus before."""
+    m0, m = D0 @ w / w.sum(), D @ w / w.sum()
+    psi = (np.sign(m) @ D - np.sign(m0) @ D0) / len(m)
+    se = mean_se((np.sum(w * psi), np.sum(w * psi * psi), np.sum(w), np.sum(w * w)))[1]
+    return float(np.abs(m).mean() - np.abs(m0).mean()), float(se)
+
 # %% ../nbs/09d_crossfit.ipynb #1a1232a6
 def guarded_count(members:list,      # the fold calibrators, as fitted
                   folds:np.ndarray,  # (n,) each row's fold
@@ -185,24 +201,39 @@ def guarded_count(members:list,      # the fold calibrators, as fitted
                   Y:np.ndarray,      # (n, d) outcomes, checked
                   w:np.ndarray,      # (n,) weights
                   counts:list,       # 0 and the counts with evidence up to the chosen one
-                  guard,             # guard(out-of-fold Embedding, Y) -> (n,) values, lower is better
-                  slack:float,       # in paired standard errors
-                 ) -> tuple:         # (the count kept, {count: (mean, se) of its values minus 0 rounds'})
+                  guard,             # guard(out-of-fold Embedding, Y) -> (n,) values, lower is better, or None
+                  slack:float,       # the guard's slack, in paired standard errors
+                  gap_guard=None,    # gap_guard(out-of-fold Embedding, Y) -> (K, n) paid minus promised, or None
+                  gap_slack:float=0.0, # the gap guard's slack, in paired standard errors
+                 ) -> tuple:         # (the count kept, {count: (mean, se)} of the guard, {count: (change, se)} of the
+                                     # mean gap; each against 0 rounds, None for a guard not given)
     """From the largest count down, the first whose out-of-fold guard values exceed those of 0 rounds by at most
-    `slack` paired standard errors (0 rounds at worst)."""
-    def value(t):
+    `slack` paired standard errors and whose decision makers' mean gap (`gap_difference`) exceeds that of 0 rounds
+    by at most `gap_slack` paired standard errors (0 rounds at worst)."""
+    def values(t):
         cut = [m.truncated(min(t, len(m.all_rounds_))) for m in members]
-        v = np.asarray(guard(fold_predictions(cut, folds, pred, groups), Y), dtype=np.float64)
-        if v.shape != (len(w),) or not np.isfinite(v).all():
+        e = fold_predictions(cut, folds, pred, groups)
+        v = None if guard is None else np.asarray(guard(e, Y), dtype=np.float64)
+        if v is not None and (v.shape != (len(w),) or not np.isfinite(v).all()):
             raise DeccalError('guard', f"must return {len(w)} finite values, got shape {v.shape}")
-        return v
-    ref, seen = value(0), {0: (0.0, 0.0)}
+        D = None if gap_guard is None else np.asarray(gap_guard(e, Y), dtype=np.float64)
+        if D is not None and (D.ndim != 2 or D.shape[1] != len(w) or not len(D) or not np.isfinite(D).all()):
+            raise DeccalError('gap_guard', f"must return (K, {len(w)}) finite values, got shape {D.shape}")
+        return v, D
+    (ref, D0), seen, gaps = values(0), {0: (0.0, 0.0)}, {0: (0.0, 0.0)}
     for t in sorted(set(counts) - {0}, reverse=True):
-        d = value(t) - ref
-        m, se = mean_se((np.sum(w * d), np.sum(w * d * d), np.sum(w), np.sum(w * w)))
-        seen[t] = (float(m), float(se))
-        if m <= slack * se: return t, seen
-    return 0, seen
+        v, D = values(t)
+        ok = True
+        if guard is not None:
+            d = v - ref
+            m, se = mean_se((np.sum(w * d), np.sum(w * d * d), np.sum(w), np.sum(w * w)))
+            seen[t] = (float(m), float(se))
+            ok = m <= slack * se
+        if gap_guard is not None:
+            gaps[t] = gap_difference(D0, D, w)
+            ok = ok and gaps[t][0] <= gap_slack * gaps[t][1]
+        if ok: return t, (seen if guard is not None else None), (gaps if gap_guard is not None else None)
+    return 0, (seen if guard is not None else None), (gaps if gap_guard is not None else None)
 
 # %% ../nbs/09d_crossfit.ipynb #c963ae29
 @patch
@@ -222,6 +253,11 @@ def fit(self:CrossFitDeCal,
         # rounds by at most guard_slack_se paired standard errors (0 rounds at worst)
         guard=None,
         guard_slack_se:float=1.0, # the guard's slack, in paired standard errors (>= 0)
+        # optional gap_guard(out-of-fold Embedding, Y) -> (K, n) paid minus promised of K decision makers per row
+        # (e.g. deccal.decisions.cost_gap_rows): t* is then also a count whose decision makers' mean gap exceeds
+        # that of 0 rounds by at most gap_slack_se paired standard errors (gap_difference)
+        gap_guard=None,
+        gap_slack_se:float=0.0, # the gap guard's slack, in paired standard errors (>= 0)
        ) -> CrossFitDeCal:
     "Fit a calibrator per fold, measure the cross-fitted gain of each round count, keep t* rounds on evidence."
     t0 = time.perf_counter()
@@ -234,6 +270,9 @@ def fit(self:CrossFitDeCal,
     if guard is not None and not callable(guard):
         raise DeccalTypeError('guard', f"expected a function (pred, Y) -> (n,) values, got {guard!r}")
     guard_slack_se = check_number(guard_slack_se, 'guard_slack_se', 0.0, lo_closed=True)
+    if gap_guard is not None and not callable(gap_guard):
+        raise DeccalTypeError('gap_guard', f"expected a function (pred, Y) -> (K, n) values, got {gap_guard!r}")
+    gap_slack_se = check_number(gap_slack_se, 'gap_slack_se', 0.0, lo_closed=True)
     Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
     n = pred.n
     w = np.ones(n) if sample_weight is None else check_sample_weight(sample_weight, n, 'pred')
@@ -285,10 +324,11 @@ def fit(self:CrossFitDeCal,
             if not np.isfinite(v): raise DeccalError('score', f"returned {v} for {t} rounds; a finite number is needed")
             self.round_scores_[t] = v
         keep = min(eligible, key=lambda t: self.round_scores_[t])
-    self.guard_ = None                                 # the guard's means and paired se where it was asked
-    if guard is not None and keep > 0:
-        keep, self.guard_ = guarded_count(members, folds, pred, groups, Y, w, [t for t in eligible if t <= keep],
-                                          guard, guard_slack_se)
+    self.guard_ = self.gap_guard_ = None               # the guards' changes and paired se where they were asked
+    if (guard is not None or gap_guard is not None) and keep > 0:
+        keep, self.guard_, self.gap_guard_ = guarded_count(members, folds, pred, groups, Y, w,
+                                                           [t for t in eligible if t <= keep], guard, guard_slack_se,
+                                                           gap_guard, gap_slack_se)
     self.params_, self.folds_, self.gain_, self.gain_se_, self.best_round_ = params, folds, gain, se, keep
     self.out_of_fold_losses_ = L[[0, keep]]            # each row's square loss before and after, out of fold
     self.rounds_run_ = [len(m.all_rounds_) for m in members]

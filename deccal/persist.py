@@ -385,6 +385,6 @@ def _read_crossfit(f, where:str) -> CrossFitDeCal:
     obj.params_, obj.members_, obj.fold_members_, obj.folds_, obj.best_round_ = params, members, folds_of, folds, best
     obj.gain_, obj.gain_se_, obj.rounds_run_ = f['gain_'], f['gain_se_'], f['rounds_run_'].tolist()
     obj.round_scores_, obj.out_of_fold_losses_ = f['round_scores_'], f['out_of_fold_losses_']
-    obj.guard_, obj.seconds_ = None, None
+    obj.guard_, obj.gap_guard_, obj.seconds_ = None, None, None
     obj.groups_ = _read_definition(f, FORMAT_VERSION, first.n_groups_ or -1)
     return obj
