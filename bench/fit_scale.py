@@ -149,7 +149,7 @@ def one(n, max_rank=300, rounds=MAX_ROUNDS):
 def profile_one(n=100_000, rounds=5, top=30):
     "cProfile of a `rounds`-round fit at n (after the warm-up); the top functions by own and cumulative time, and array shapes."
     import cProfile, pstats, io, importlib
-    dau, dfm = importlib.import_module('deccal.audit'), importlib.import_module('deccal.dimfree')   # (deccal.audit is also the function's name)
+    dau, dfm = importlib.import_module('deccal.worst_pair'), importlib.import_module('deccal.dimfree')   # the audit's search: deccal.worst_pair
     from deccal import Embedding, RBF, DimFreeDeCal
     warm_up()
     shapes = {}
@@ -301,7 +301,7 @@ def plot(rows):
 
 def objective_ab(reps=3, evals=20):
     "The audit objective on (20,000, 300) arrays (one L-BFGS evaluation of a round's search): ms per evaluation, OpenBLAS default against 1 thread, alternated."
-    code = ("import sys, time, importlib, numpy as np; sys.path.insert(0, %r); dau = importlib.import_module('deccal.audit');"
+    code = ("import sys, time, importlib, numpy as np; sys.path.insert(0, %r); dau = importlib.import_module('deccal.worst_pair');"
             "rng = np.random.default_rng(0); SP, SR = 0.05 * rng.standard_normal((20000, 300)), 0.05 * rng.standard_normal((20000, 300));"
             "w = np.full(20000, 1 / 20000); v = 0.01 * rng.standard_normal(1500); dau._objective(v, SP, SR, w, 10.0, 1.0, 5);"
             "t = time.perf_counter(); [dau._objective(v, SP, SR, w, 10.0, 1.0, 5) for _ in range(%d)];"

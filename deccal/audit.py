@@ -7,7 +7,6 @@ from __future__ import annotations
 import math, time
 from dataclasses import dataclass, field
 import numpy as np
-import scipy.linalg, scipy.optimize
 from . import checks
 from statistics import NormalDist
 from .checks import (DeccalError, DeccalTypeError, check_array, check_bool, check_int, check_number,
@@ -16,280 +15,18 @@ from .checks import one_blas_thread, check_groups, check_memory, check_work, eig
 from .kernels import Kernel
 from .losses import Loss
 from .embedding import Embedding
-from .decisions import quantal_response, best_response, gap_function, softmin_cols, softmin_cols_backward
-from .basis import rank_by_trace, make_basis, whiten
+from .decisions import quantal_response, best_response, gap_function
 from .rows import backend_for
-
+from .sketch import Grams, low_rank_factors, landmark_factors
+from .worst_pair import search_rule, search_groups, witness_losses, landmark_search, landmark_G, landmark_losses
+# the Gram sketches and the search for the worst pair have modules of their own; deccal.audit stays the public
+# path of their names
+from .sketch import landmark_basis, landmark_coords  # noqa: F401
+from .worst_pair import group_values  # noqa: F401
 
 # %% auto #0
-__all__ = ['AUDIT_RADII', 'MAX_STARTS', 'LANDMARKS_ABOVE', 'search_rule', 'group_values', 'search_groups', 'AuditResult',
-           'search_bytes', 'audit', 'check_holdout', 'split_holdout', 'remeasure', 'landmark_basis', 'landmark_coords',
-           'landmark_factors', 'landmark_search', 'landmark_G', 'landmark_losses', 'certify', 'BestResponseAudit',
-           'explicit_predictions', 'audit_best_response']
-
-# %% ../nbs/06_audit.ipynb #09ed6b0c
-_TILE_ATOMS = 2048
-# threshold, so the block's memory is reused from tile to tile instead of being mapped afresh (slow)
-
-
-class _Grams:
-    "Tiles of P = <p_i, p_j> and R = <phi(y_i) - p_i, phi(y_j) - p_j> on a sample, each within the memory budget."
-
-    def __init__(
-        self,
-        kernel: Kernel,  # the RKHS
-        pred: Embedding,  # the predictions p(x_i)
-        Y,  # (n, d) outcomes
-        on_block=None,  # called as on_block(passes done, fraction of this pass, what it is) after each row of tiles
-    ):
-        self.kernel, self.pred, self.Y, self.n, self.on_block = kernel, pred, Y, pred.n, on_block
-        self.P = self.R = None  # the dense matrices, once kept by `dense(keep=True)`
-        self.passes = 0  # passes over the kernel tiles so far
-
-    def _pair_bytes(self) -> float:
-        """Bytes of temporaries per entry (i, j) of a tile: the kernel between the atoms of p_i and p_j (twice: the
-        product's copy), the shared atoms', the outcome terms."""
-        B, M = self.pred.Z.shape[1], self.pred.V.shape[0]
-        return 8.0 * (2 * B * max(B, 1) + 2 * M + 2 * B + 16)
-
-    def _blocks(self) -> list:
-        """The partition of range(n), for rows and columns alike, into blocks of t predictions: a t x t tile stays
-        under MEMORY_BUDGET."""
-        t = math.isqrt(int(checks.MEMORY_BUDGET // self._pair_bytes()))
-        t = max(1, min(t, _TILE_ATOMS // max(self.pred.Z.shape[1], 1)))
-        return [(i, min(self.n, i + t)) for i in range(0, self.n, t)]
-
-    def fits(self) -> bool:
-        "Do the dense P and R (2 n^2 floats) fit in MEMORY_BUDGET?"
-        return 16.0 * self.n**2 <= checks.MEMORY_BUDGET
-
-    def tile(self, a, b, want_R=True, subs=None):
-        """The tiles P[i0:i1, j0:j1] and (if asked) R[i0:i1, j0:j1] for blocks a = (i0, i1), b = (j0, j1) (`subs`: the
-        blocks' predictions, if at hand)."""
-        (i0, i1), (j0, j1) = a, b
-        k, Y = self.kernel, self.Y
-        pa, pb = (subs[a], subs[b]) if subs else (self.pred[i0:i1], self.pred[j0:j1])
-        Pt = pa.inner(k, pb)
-        if not want_R:
-            return Pt, None
-        Rt = k.gram(Y[i0:i1], Y[j0:j1]) - pb.evaluate(k, Y[i0:i1]).T - pa.evaluate(k, Y[j0:j1]) + Pt
-        return Pt, Rt
-
-    def _tiles(self, want_R, what):
-        "One pass over the tiles on and above the diagonal (P and R are symmetric): yields (a, b, P tile, R tile)."
-        blocks = self._blocks()
-        subs = {a: self.pred[a[0] : a[1]] for a in blocks}
-        total, done = len(blocks) * (len(blocks) + 1) // 2, 0
-        for ia, a in enumerate(blocks):
-            for b in blocks[ia:]:
-                Pt, Rt = self.tile(a, b, want_R, subs)
-                if a == b:
-                    Pt, Rt = (Pt + Pt.T) / 2, None if Rt is None else (Rt + Rt.T) / 2
-                yield a, b, Pt, Rt
-            done += len(blocks) - ia
-            if self.on_block is not None:
-                self.on_block(self.passes, done / total, what)
-        self.passes += 1
-
-    def matmat(self, XP=None, XR=None):
-        "P @ XP and R @ XR (either may be None): from the kept dense matrices, or in one pass over the tiles."
-        if self.P is not None:
-            return (None if XP is None else self.P @ XP), (None if XR is None else self.R @ XR)
-        outP = None if XP is None else np.zeros((self.n, XP.shape[1]))
-        outR = None if XR is None else np.zeros((self.n, XR.shape[1]))
-        for (i0, i1), (j0, j1), Pt, Rt in self._tiles(
-            XR is not None, 'products with ' + ' and '.join(nm for nm, X in (('P', XP), ('R', XR)) if X is not None)
-        ):
-            for out, X, T in ((outP, XP, Pt), (outR, XR, Rt)):
-                if X is None:
-                    continue
-                out[i0:i1] += T @ X[j0:j1]
-                if j0 != i0:
-                    out[j0:j1] += T.T @ X[i0:i1]
-        return outP, outR
-
-    def dense(self, keep: bool = False):
-        "P and R as dense (n, n) arrays, in one pass over the tiles; with `keep`, later products use them."
-        if self.P is not None:
-            return self.P, self.R
-        P, R = np.empty((self.n, self.n)), np.empty((self.n, self.n))
-        for (i0, i1), (j0, j1), Pt, Rt in self._tiles(True, 'P and R, dense'):
-            P[i0:i1, j0:j1], R[i0:i1, j0:j1] = Pt, Rt
-            if j0 != i0:
-                P[j0:j1, i0:i1], R[j0:j1, i0:i1] = Pt.T, Rt.T
-        if keep:
-            self.P, self.R = P, R
-        return P, R
-
-    def traces(self):
-        "trace(P) = sum ||p_i||^2 and trace(R) = sum ||phi(y_i) - p_i||^2."
-        return float(self.pred.sq_norms(self.kernel).sum()), float(self.pred.sq_error(self.kernel, self.Y).sum())
-
-# %% ../nbs/06_audit.ipynb #1e2c75e8
-def _factors(grams:_Grams, exact_max:int, trace_tol:float, max_rank:int, rng, power:int=1):
-    "Low-rank factors S_P, S_R (and eigenvalues) of P and R, with a report of ranks and captured traces."
-    n = grams.n
-    trP, trR = grams.traces()
-    if n <= exact_max:
-        method = 'exact'
-        P, R = grams.dense(keep=grams.fits())
-        eig = [scipy.linalg.eigh(M) for M in (P, R)]
-        eig = [(lam[::-1], V[:, ::-1]) for lam, V in eig]
-    else:
-        method = 'randomized'
-        if grams.fits(): grams.dense(keep=True)   # one pass over the kernel tiles; the products below are then dense
-        k = min(n, max_rank + 10)
-        YP, YR = grams.matmat(rng.normal(size=(n, k)), rng.normal(size=(n, k)))
-        for _ in range(power):
-            YP, YR = grams.matmat(np.linalg.qr(YP)[0], np.linalg.qr(YR)[0])
-        QP, QR = np.linalg.qr(YP)[0], np.linalg.qr(YR)[0]
-        ZP, ZR = grams.matmat(QP, QR)
-        eig = []
-        for Q, Z in ((QP, ZP), (QR, ZR)):
-            lam, V = scipy.linalg.eigh((Q.T @ Z + Z.T @ Q) / 2)
-            eig.append((lam[::-1], Q @ V[:, ::-1]))
-    out, info = [], dict(method=method, dense_kept=grams.P is not None)
-    for (lam, V), tr, nm in zip(eig, (trP, trR), ('P', 'R')):
-        r, frac = rank_by_trace(lam, tr, trace_tol, max_rank)
-        lam_r = np.clip(lam[:r], 0, None)
-        out.append((V[:, :r] * np.sqrt(lam_r), lam_r))
-        info[f'rank_{nm}'], info[f'captured_{nm}'] = r, frac
-    return out[0], out[1], info
-
-# %% ../nbs/06_audit.ipynb #8d0219eb
-def _n_passes(n:int, exact_max:int, fits:bool, power:int=1) -> int:
-    """Passes over the kernel tiles an audit makes: the factors', then the witness's two (none when the dense matrices
-    are kept)."""
-    if fits:
-        return 1
-    return (1 if n <= exact_max else 2 + power) + 2
-
-# %% ../nbs/06_audit.ipynb #b41d0c93
-def _objective(v,        # (A * r,) unconstrained parameters of the rule
-               SP, SPt,  # (N, r) the search rows' coordinates of p(x), and SP.T (C-contiguous)
-               SRw, SRwt,# (N, r_R) the coordinates of phi(y) - p(x) times the rows' weights, and SRw.T
-               beta, R1, A):
-    """Minus the audit value J and its gradient at v, in the points-last layout of `softmin_cols` (the transposes
-    and the weights are made once per search by `search_rule`)."""
-    V = v.reshape(A, SP.shape[1])
-    s = np.sqrt(1 + (V * V).sum(1))
-    U = R1 * V / s[:, None]
-    K = np.empty((A, len(SP)))
-    softmin_cols(U @ SPt, beta, K)                   # the quantal response (no input checks: an inner loop)
-    Gt = K @ SRw                                     # (A, rank_R): the G_a in whitened coordinates
-    N = np.sqrt((Gt * Gt).sum(1))
-    J = R1 * N.sum()
-    dz = np.empty_like(K)
-    softmin_cols_backward(K, (R1 * Gt / np.maximum(N, 1e-300)[:, None]) @ SRwt, beta, dz)
-    dU = dz @ SP
-    dV = R1 * (dU / s[:, None] - V * ((V * dU).sum(1) / s**3)[:, None])
-    return -J, -dV.ravel()
-
-# %% ../nbs/06_audit.ipynb #7f338b78
-def _u_to_v(U, R1):
-    """Inverse of the map v -> R1 v / sqrt(1 + |v|^2), for rows strictly inside the ball (rows on or outside it are
-    pulled just inside)."""
-    u = np.asarray(U, float) / R1  # scaled to the unit ball: exact and finite for any finite R1 > 0
-    s = np.minimum(np.linalg.norm(u, axis=1, keepdims=True), 1 - 1e-9)
-    return u / np.sqrt(np.maximum((1 - s) * (1 + s), 1e-300))
-
-# %% ../nbs/06_audit.ipynb #e069b2dd
-def search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits=(), on_start=None):
-    """Multi-start L-BFGS; returns the best U (A, rank_P) and the values reached from each start (on_start(k, best)
-    after the k-th)."""
-    r = SP.shape[1]
-    starts = [np.asarray(U, float) for U in inits]
-    for _ in range(n_starts):
-        dirs = rng.normal(size=(A, r))
-        dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
-        starts.append(R1 * rng.uniform(0.3, 0.95, (A, 1)) * dirs)
-    best, bestJ, values = None, -np.inf, []
-    SRw = w[:, None] * SR                   # the weights and the transposes once, for every evaluation
-    SPt, SRwt = np.ascontiguousarray(SP.T), np.ascontiguousarray(SRw.T)
-    for U0 in starts:
-        res = scipy.optimize.minimize(
-            _objective,
-            _u_to_v(U0, R1).ravel(),
-            args=(SP, SPt, SRw, SRwt, beta, R1, A),
-            jac=True,
-            method='L-BFGS-B',
-            options=dict(maxiter=max_iter),
-        )
-        V = res.x.reshape(A, r)
-        J = -res.fun
-        values.append(float(J))
-        if J > bestJ:
-            best, bestJ = R1 * V / np.sqrt(1 + (V * V).sum(1))[:, None], J
-        if on_start is not None:
-            on_start(len(values), bestJ)
-    return best, values
-
-# %% ../nbs/06_audit.ipynb #b8163a06
-def group_values(SP, SR,   # (N, r) search rows: coordinates of p(x) and of phi(y) - p(x)
-                 w,        # (N,) weights
-                 G,        # (N, K) memberships
-                 U,        # (A, r) a rule l' in whitened coordinates
-                 beta, R1,
-                ) -> np.ndarray:  # (K,) R1 sum_a ||G_a^g|| of each group
-    "Each group's value of the closed-form best loss for the rule U: R1 sum_a ||sum_i w_i g(x_i) k_ia T_i||."
-    K = quantal_response(SP @ U.T, beta)
-    Gw = G * w[:, None]
-    return R1 * sum(np.linalg.norm(Gw.T @ (K[:, a:a + 1] * SR), axis=1) for a in range(K.shape[1]))
-
-# %% ../nbs/06_audit.ipynb #129040ef
-def search_groups(SP, SR,        # (N, r) search rows: coordinates of p(x) and of phi(y) - p(x)
-                  w,             # (N,) the search's weights (summing to 1)
-                  G,             # (N, K) memberships of K groups, or None (no groups: one search over everyone)
-                  beta, R1, A, n_starts, rng, max_iter,
-                  inits=(),      # extra starts of every group's search
-                  top:int=None,  # None: a full search per group; k: rank the groups by their values under the
-                                 # search over everyone, refine the k best from that rule (and `inits`) alone
-                  on_start=None, # without groups: `search_rule`'s progress callback
-                 ) -> tuple:     # (group k or None, U, its starts' values, (K,) best value of each group or None)
-    "`search_rule` for each group (weights w g_k), or for the best-ranked ones; the group with the largest value."
-    if G is None:
-        return (None, *search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits, on_start), None)
-    if top is None: order, starts, extra = range(G.shape[1]), list(inits), n_starts
-    else:
-        U0, v0 = search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits)
-        screen = group_values(SP, SR, w, G, U0, beta, R1)
-        order, starts, extra = np.argsort(-screen, kind='stable')[:top], [U0, *inits], 0
-    best, per = None, (np.zeros(G.shape[1]) if top is None else screen)
-    for k in order:
-        wk = w * G[:, k]
-        if not wk.sum() > 0: continue                  # no member among the searched rows: value 0
-        on = wk > 0                                    # rows of weight 0 add nothing to the value nor its gradient:
-        on = slice(None) if on.all() else on           # left out (every row: the arrays as they are, not copies)
-        U, values = search_rule(SP[on], SR[on], wk[on], beta, R1, A, extra, rng, max_iter, starts)
-        per[k] = max(values)
-        if best is None or per[k] > per[best[0]]: best = (int(k), U, values)
-    if best is None: raise DeccalError('groups', "no group has a member with positive weight among the searched rows")
-    return (*best, per)
-
-# %% ../nbs/06_audit.ipynb #a697f0ed
-def _atoms(pred:Embedding) -> np.ndarray:
-    "All atoms of the predictions: own atoms (flattened) then shared atoms."
-    return np.vstack([pred.Z.reshape(-1, pred.dim), pred.V])
-
-# %% ../nbs/06_audit.ipynb #197ce64e
-def _span_coef(pred:Embedding, C) -> np.ndarray:
-    "Coefficients over `_atoms(pred)` of sum_i C[i, a] p(x_i): shape (A, n*B + M)."
-    own = (C * pred.gamma[:, None])[:, None, :] * pred.W[:, :, None]
-    return np.vstack([own.reshape(-1, C.shape[1]), pred.theta.T @ C]).T
-
-# %% ../nbs/06_audit.ipynb #1fbc7648
-def _witnesses(kernel, pred, Y, w, C, beta, R1, grams):
-    "Exact value, norms ||G_a||, and the (loss, rule_loss) pair for coefficients C (n, A) over predictions."
-    F, _ = grams.matmat(XP=C)
-    K = quantal_response(F, beta)
-    WK = w[:, None] * K
-    _, RWK = grams.matmat(XR=WK)
-    Gn = np.sqrt(np.maximum((WK * RWK).sum(0), 0))
-    scale = np.where(Gn > 0, R1 / np.maximum(Gn, 1e-300), 0.0)
-    rule = Loss(kernel, _atoms(pred), _span_coef(pred, C), 'audit rule loss')
-    coef = np.hstack([WK.T, -_span_coef(pred, WK)]) * scale[:, None]
-    loss = Loss(kernel, np.vstack([Y, _atoms(pred)]), coef, 'audit loss')
-    return float(R1 * Gn.sum()), Gn, loss, rule
+__all__ = ['AUDIT_RADII', 'MAX_STARTS', 'LANDMARKS_ABOVE', 'AuditResult', 'search_bytes', 'audit', 'check_holdout',
+           'split_holdout', 'remeasure', 'certify', 'BestResponseAudit', 'explicit_predictions', 'audit_best_response']
 
 # %% ../nbs/06_audit.ipynb #9fb26b17
 def _pct(p:float) -> str:
@@ -464,6 +201,14 @@ def _audit_options(n_actions, beta, R1, seed, holdout, n_starts, max_iter, exact
                 trace_tol=trace_tol, max_rank=max_rank, delta=delta, R2=R2, weights=weights, inits=inits,
                 verbose=verbose, groups=groups, top_groups=top_groups)
 
+# %% ../nbs/06_audit.ipynb #8d0219eb
+def _n_passes(n:int, exact_max:int, fits:bool, power:int=1) -> int:
+    """Passes over the kernel tiles an audit makes: the factors', then the witness's two (none when the dense matrices
+    are kept)."""
+    if fits:
+        return 1
+    return (1 if n <= exact_max else 2 + power) + 2
+
 # %% ../nbs/06_audit.ipynb #77c049ae
 def _audit_in_memory(pred:Embedding,  # predictions p(x_i) on the audit sample
                      Y,               # (n, d) outcomes
@@ -489,7 +234,7 @@ def _audit_in_memory(pred:Embedding,  # predictions p(x_i) on the audit sample
     if method == 'exact':                             # two eigendecompositions of order n, P's and R's
         check_work(2 * eigh_flops(n), 'method' if opts['method'] == 'exact' else 'exact_max',
                    f"the exact factors of {n:,} rows")
-    grams = _Grams(kernel, pred, Y)
+    grams = Grams(kernel, pred, Y)
     n_pass = 1 if method == 'landmarks' else _n_passes(n, exact_max, grams.fits())
     starts = len(inits) + n_starts
     pb = Progress(n_pass + starts, 'audit', enabled=opts['verbose'], log_every=5.0, count=False)
@@ -501,7 +246,7 @@ def _audit_in_memory(pred:Embedding,  # predictions p(x_i) on the audit sample
         SP, SR, to_u, basis, info = landmark_factors(kernel, pred, Y, rng, landmark_rows, trace_tol, max_rank,
                                                      grams.on_block)
         grams.passes = 1
-    else: (SP, lamP), (SR, _), info = _factors(grams, exact_max, trace_tol, max_rank, rng)
+    else: (SP, lamP), (SR, _), info = low_rank_factors(grams, exact_max, trace_tol, max_rank, rng)
     rows = (np.sort(rng.choice(n, search_max, replace=False)) if method == 'landmarks' and n > search_max
             else slice(None))
     ws = w if isinstance(rows, slice) else w[rows] * (n / search_max)   # the search's weights: unbiased objective
@@ -528,7 +273,7 @@ def _audit_in_memory(pred:Embedding,  # predictions p(x_i) on the audit sample
         if per is not None: info['group_values'] = per
         wk = w if k is None else w * G[:, k]
         C = SP @ (U.T / np.maximum(lamP, 1e-300)[:, None])   # coefficients over the predictions: P C = S_P U^T
-        value, Gn, loss, rule = _witnesses(kernel, pred, Y, wk, C, beta, R1, grams)
+        value, Gn, loss, rule = witness_losses(kernel, pred, Y, wk, C, beta, R1, grams)
     info['group'] = k
     info.update(start_values=values, search_value=max(values), seconds=time.perf_counter() - t0,
                 passes=grams.passes)
@@ -654,80 +399,6 @@ def remeasure(res:AuditResult,    # an audit's result; the held-out numbers are 
 # %% ../nbs/06_audit.ipynb #c9d87dee
 LANDMARKS_ABOVE = 5_000  # method='auto': landmarks above this n (measured faster: the benchmarks notebook)
 
-
-def landmark_basis(kernel: Kernel, pred: Embedding, Y, trace_tol: float, max_rank: int) -> tuple:
-    """Landmark atoms [phi(y_s); p(x_s)] chosen by a pivoted Cholesky among the generalized atoms of the rows given
-    (a sample), and the whitening to_u (r, m) that makes their span's coordinates orthonormal; with a report."""
-    basis, captured = make_basis(kernel, pred, Y, 0, trace_tol, max_rank)
-    to_u, frac = whiten(basis.K, trace_tol, max_rank)
-    info = dict(
-        method='landmarks',
-        landmarks=basis.m,
-        landmark_rows=pred.n,
-        rank_P=to_u.shape[0],
-        rank_R=to_u.shape[0],
-        captured_landmarks=captured,
-        captured_whitening=frac,
-    )
-    return basis, to_u, info
-
-# %% ../nbs/06_audit.ipynb #cae1661e
-def landmark_coords(basis, to_u, pred:Embedding, Y) -> tuple:
-    """Coordinates S_P of the predictions and S_R of the residuals phi(y_i) - p(x_i) in the landmarks' orthonormal
-    basis: (N, r) each."""
-    SP = basis.h(pred) @ to_u.T  # <v_s, p(x_i)>, whitened
-    return SP, basis.h_outcomes(Y) @ to_u.T - SP
-
-# %% ../nbs/06_audit.ipynb #f5369965
-def landmark_factors(
-    kernel: Kernel, pred: Embedding, Y, rng, n_rows: int, trace_tol: float, max_rank: int, on_block=None
-) -> tuple:
-    """Factors S_P, S_R (n, r) from landmarks chosen on `n_rows` random rows; one pass over the n rows, in blocks under
-    MEMORY_BUDGET."""
-    n = pred.n
-    rows = np.sort(rng.choice(n, min(n, n_rows), replace=False))
-    basis, to_u, info = landmark_basis(kernel, pred[rows], Y[rows], trace_tol, max_rank)
-    r, m = to_u.shape
-    SP, SR = np.empty((n, r)), np.empty((n, r))
-    blocks = checks.row_blocks(n, 8.0 * (4 * m * max(pred.Z.shape[1], 1) + 2 * r))
-    for k, (i0, i1) in enumerate(blocks):
-        SP[i0:i1], SR[i0:i1] = landmark_coords(basis, to_u, pred[i0:i1], Y[i0:i1])
-        if on_block is not None:
-            on_block(0, (k + 1) / len(blocks), 'landmark coordinates')
-    return SP, SR, to_u, basis, info
-
-# %% ../nbs/06_audit.ipynb #7474787a
-def landmark_search(
-    SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits, trace_tol, max_rank, on_start=None, G=None, top=None
-) -> tuple:
-    """The search on the rows given (S_P, S_R, weights w), in the leading directions of S_P (the rule acts through
-    S_P only): returns U (A, r) in the landmarks' coordinates, the start values, and the search's rank of P with its
-    captured trace; with group memberships G (N, K), `search_groups` (then also the group and every group's value)."""
-    lam, Wr = scipy.linalg.eigh(SP.T @ SP)
-    k, captured = rank_by_trace(lam[::-1], lam.sum(), trace_tol, max_rank)
-    Wk = Wr[:, ::-1][:, :k]
-    for U in inits:
-        if U.shape != (A, k):
-            raise DeccalError('inits', f"each start must have shape {(A, k)} (n_actions, rank_P), got {U.shape}")
-    g, U, values, per = search_groups(SP @ Wk, SR, w, G, beta, R1, A, n_starts, rng, max_iter, inits, top, on_start)
-    return (U @ Wk.T, values, k, captured) if G is None else (U @ Wk.T, values, k, captured, g, per)
-
-# %% ../nbs/06_audit.ipynb #94e95067
-def landmark_G(SP, SR, w, U, beta):
-    """sum_i w_i k(x_i, a) S_R[i] over the rows given: the G_a in the landmarks' coordinates, (r, A), for the rule U
-    (A, r)."""
-    return SR.T @ (w[:, None] * quantal_response(SP @ U.T, beta))
-
-# %% ../nbs/06_audit.ipynb #ca738472
-def landmark_losses(kernel, basis, to_u, g, U, R1):
-    """The value R1 sum_a ||G_a||, the norms, and the (loss, rule_loss) pair over the landmark atoms, from g = G (r, A)
-    and the rule U."""
-    Gn = np.sqrt((g * g).sum(0))
-    scale = np.where(Gn > 0, R1 / np.maximum(Gn, 1e-300), 0.0)
-    rule = Loss(kernel, *basis.expand(U @ to_u), 'audit rule loss')
-    loss = Loss(kernel, *basis.expand((g * scale).T @ to_u), 'audit loss')
-    return float(R1 * Gn.sum()), Gn, loss, rule
-
 # %% ../nbs/06_audit.ipynb #40548eaa
 @one_blas_thread
 def certify(pred:Embedding,          # predictions on data the calibrator never saw
@@ -783,7 +454,7 @@ def _rule_bound(res, ph, Yh, kernel,
     m = ph.n
     k = quantal_response(ph.loss_estimates(res.rule_loss), res.beta)
     if member is not None: k = k * member[:, None]
-    _, RK = _Grams(kernel, ph, Yh).matmat(XR=k / m)            # one pass over the held-out residual Gram matrix
+    _, RK = Grams(kernel, ph, Yh).matmat(XR=k / m)            # one pass over the held-out residual Gram matrix
     Gh = np.sqrt(np.maximum(np.einsum('ia,ia->a', k / m, RK), 0))
     res.info['rule_holdout'] = float(res.R1 * Gh.sum())
     res.rule_bound = res.bounds()['rule_bound']

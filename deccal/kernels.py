@@ -12,11 +12,13 @@ from numba import types
 from numba.extending import intrinsic
 from .checks import (as_points, check_positive, check_array, check_int, check_number, row_blocks,
                            DeccalError, DeccalTypeError)
+# the min kernel's functions read from tables live in deccal.min_functions; deccal.kernels stays their public path
+from .min_functions import (min_functions_table, count_at_most, add_min_functions,  # noqa: F401
+                                  min_functions_rows)
 
 # %% auto #0
-__all__ = ['KERNELS', 'Kernel', 'Linear', 'Polynomial', 'RBF', 'Laplacian', 'MinKernel', 'min_functions_table', 'count_at_most',
-           'add_min_functions', 'min_functions_rows', 'ExpInner', 'FeatureMap', 'make_kernel', 'kernel_spec',
-           'assert_gram_close']
+__all__ = ['KERNELS', 'Kernel', 'Linear', 'Polynomial', 'RBF', 'Laplacian', 'MinKernel', 'ExpInner', 'FeatureMap', 'make_kernel',
+           'kernel_spec', 'assert_gram_close']
 
 # %% ../nbs/01_kernels.ipynb #eb959596
 @intrinsic
@@ -450,65 +452,6 @@ class MinKernel(Kernel):
         if Y.min() < 0 or Y.max() > 1:
             raise DeccalError(name, f"the min kernel is defined on [0, 1]; got values in [{Y.min():g}, {Y.max():g}]")
         return Y
-
-# %% ../nbs/01_kernels.ipynb #cc46c584
-def min_functions_table(U,   # (M,) points U_u in [0, 1]
-                        F,   # (k, M) weights of the functions f_t = sum_u F[t, u] phi(U_u)
-                       ) -> tuple: # sorted U (M,), below (M + 1, k), above (M + 1, k)
-    "Tables with f_t(s) = below[m, t] + s above[m, t], m = the number of U_u <= s (the min kernel's RKHS)."
-    o = np.argsort(U, kind='stable')
-    u, Fo = np.ascontiguousarray(U[o]), F[:, o]
-    below = np.zeros((len(u) + 1, F.shape[0])); np.cumsum((Fo * u).T, axis=0, out=below[1:])
-    above = np.zeros((len(u) + 1, F.shape[0])); np.cumsum(Fo[:, ::-1].T, axis=0, out=above[1:])
-    return u, below, np.ascontiguousarray(above[::-1])
-
-# %% ../nbs/01_kernels.ipynb #01367eb2
-@nb.njit(cache=True)
-def count_at_most(u,   # (M,) sorted points
-                  t,   # a number
-                 ) -> int: # the number of u <= t (a binary search)
-    "How many of the sorted points are <= t: the row of the tables that holds t."
-    lo, hi = 0, len(u)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if u[mid] <= t: lo = mid + 1
-        else: hi = mid
-    return lo
-
-# %% ../nbs/01_kernels.ipynb #e301d5e5
-@nb.njit(cache=True)
-def add_min_functions(u, below, above, # the tables of `min_functions_table`
-                      coef,            # (n, k) weights of the functions per row (k = 1 and ones: each function)
-                      T,               # (n, B) points per row
-                      out,             # (n, B) out: += sum_t coef[i, t] f_t(T[i, b])
-                     ):
-    "out[i, b] += sum_t coef[i, t] f_t(T[i, b]), each f_t read from the tables by one binary search."
-    n, B = T.shape
-    k = coef.shape[1]
-    for i in range(n):
-        for b in range(B):
-            t = T[i, b]
-            lo = count_at_most(u, t)
-            acc = 0.0
-            for j in range(k): acc += coef[i, j] * (below[lo, j] + t * above[lo, j])
-            out[i, b] += acc
-
-# %% ../nbs/01_kernels.ipynb #54ab863f
-@nb.njit(cache=True)
-def min_functions_rows(u, below, above, # the tables of `min_functions_table`
-                       Z,                # (n, B) points per row
-                       GW,               # (n, B) their weights
-                       out,              # (n, k) out: += sum_j GW[i, j] f_t(Z[i, j])
-                      ):
-    "out[i, t] += sum_j GW[i, j] f_t(Z[i, j]): each row's weighted points against every function."
-    n, B = Z.shape
-    k = below.shape[1]
-    for i in range(n):
-        for b in range(B):
-            z, g = Z[i, b], GW[i, b]
-            if g == 0.0: continue
-            lo = count_at_most(u, z)
-            for t in range(k): out[i, t] += g * (below[lo, t] + z * above[lo, t])
 
 # %% ../nbs/01_kernels.ipynb #4ef8a3d4
 class ExpInner(Kernel):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 da = importlib.import_module('deccal.audit')   # the module (the package re-exports a function `audit`)
+import deccal.sketch as dsk, deccal.worst_pair as dwp   # the audit's Gram sketches and its search for the worst pair
 from deccal.audit import audit, audit_best_response, certify
 from deccal.embedding import Embedding
 from deccal.kernels import Linear, RBF
@@ -156,7 +157,7 @@ def test_u_to_v_round_trip():
     V = np.random.default_rng(0).normal(size=(4, 3)) * [[0.1], [1.0], [3.0], [20.0]]
     for R1 in (1e-200, 1e-5, 1.0, 7.5, 1e200, 1e300):
         U = R1 * (V / np.sqrt(1 + (V * V).sum(1))[:, None])
-        V2 = da._u_to_v(U, R1)
+        V2 = dwp._u_to_v(U, R1)
         assert np.all(np.isfinite(V2)), R1
         np.testing.assert_allclose(V2, V, rtol=1e-6, err_msg=f'R1 = {R1:g}')
 
@@ -195,8 +196,8 @@ def test_blocked_and_dense_paths_agree(monkeypatch):
     # (the factors agree up to rounding; the search's random starts, in their coordinates, may then end elsewhere)
     pred, Y = _samples(120, 8, seed=2)
     def factors():
-        g = da._Grams(RBF(0.5), pred, Y)
-        (SP, lamP), (SR, lamR), info = da._factors(g, 0, 1e-6, 200, np.random.default_rng(0))
+        g = dsk.Grams(RBF(0.5), pred, Y)
+        (SP, lamP), (SR, lamR), info = dsk.low_rank_factors(g, 0, 1e-6, 200, np.random.default_rng(0))
         return SP @ SP.T, SR @ SR.T, lamP, lamR, info
     big = factors()
     _set_budget(monkeypatch, 64 * 1024)

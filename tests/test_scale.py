@@ -64,7 +64,7 @@ def test_fit_searches_a_part_and_patches_from_every_row():
 def test_rows_path_stops_only_when_the_searched_part_is_below_the_target(monkeypatch):
     """The row-block fit stops at 3 eps / 4 only when both the value its search reached on the part and the found rule's
     value on every row are below it."""
-    am = sys.modules['deccal.audit']   # the module (deccal.audit is also the function): the rounds search through it
+    am = sys.modules['deccal.worst_pair']   # the module the rounds' search (search_groups) calls search_rule in
     rng = np.random.default_rng(4)
     x = rng.normal(size=(400, 2)); p, Y = Embedding.from_points(0.7 * x), x + 0.2 * rng.normal(size=(400, 2))
     kw = dict(n_actions=3, beta=4.0, R1=1.0, max_rounds=4, early_stopping=False, search_max=120)
