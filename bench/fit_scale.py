@@ -63,6 +63,7 @@ def instrument(progress=None):
     """Wrap deccal.dimfree's module-level helpers with timers (only in this process); returns the dict of seconds and calls.
     `progress(event)`, if given, is called after the row state is built ('setup') and after each round's patch ('round')."""
     import deccal.dimfree as dfm
+    import deccal.rounds as drm                      # the loop of rounds (search, basis, whitening, gathering)
     T = {}
     active = set()                                   # timers running now: a call within one of the same name is not counted again
     def timed(name, f):
@@ -75,10 +76,10 @@ def instrument(progress=None):
                 T[name] = T.get(name, 0.0) + time.perf_counter() - t
                 T[name + '_calls'] = T.get(name + '_calls', 0) + 1
         return g
-    dfm.search_groups = timed('search', dfm.search_groups)
-    dfm.make_basis = timed('basis', dfm.make_basis)
-    dfm.whiten = timed('whiten', dfm.whiten)
-    dfm.stack_search = timed('gather', dfm.stack_search)            # each round: the blocks' search rows stacked
+    drm.search_groups = timed('search', drm.search_groups)
+    drm.make_basis = timed('basis', drm.make_basis)
+    drm.whiten = timed('whiten', drm.whiten)
+    drm.stack_search = timed('gather', drm.stack_search)            # each round: the blocks' search rows stacked
     build = dfm.LocalRows.build
     def build_rows(*a, **k):
         out = build(*a, **k)
@@ -149,7 +150,7 @@ def one(n, max_rank=300, rounds=MAX_ROUNDS):
 def profile_one(n=100_000, rounds=5, top=30):
     "cProfile of a `rounds`-round fit at n (after the warm-up); the top functions by own and cumulative time, and array shapes."
     import cProfile, pstats, io, importlib
-    dau, dfm = importlib.import_module('deccal.worst_pair'), importlib.import_module('deccal.dimfree')   # the audit's search: deccal.worst_pair
+    dau, dfm = importlib.import_module('deccal.worst_pair'), importlib.import_module('deccal.rounds')   # where the loop calls them
     from deccal import Embedding, RBF, DimFreeDeCal
     warm_up()
     shapes = {}

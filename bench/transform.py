@@ -129,7 +129,7 @@ def _steps(cal, pred, clock):
     with the library's by the caller)."""
     from deccal.embedding import FactoredEmbedding
     from deccal.checks import row_blocks, blas_controller
-    from deccal.dimfree import _replay_rows
+    from deccal.replay_rows import replay_rows as _replay_rows
 
     def tick(name, t0, shapes=''):
         t1 = time.perf_counter(); clock[(name, shapes)] += t1 - t0; return t1

@@ -19,141 +19,13 @@ from .zhao import ZhaoDeCal
 
 
 # %% auto #0
-__all__ = ['KINDS', 'COMMAND', 'STOPS', 'csv_numbers', 'read_array', 'read_predictions', 'kernel_from_options', 'save_embedding',
-           'load_embedding', 'cmd_audit', 'cmd_calibrate', 'fitted_kind', 'cmd_transform', 'demo_data', 'run_demo',
-           'parser', 'main']
+__all__ = ['COMMAND', 'STOPS', 'kernel_from_options', 'save_embedding', 'load_embedding', 'cmd_audit', 'cmd_calibrate',
+           'fitted_kind', 'cmd_transform', 'demo_data', 'run_demo', 'parser', 'main']
 
-# %% ../nbs/90_cli.ipynb #9c80478f
-def _relabel(e:DeccalError, arg:str, prefix:str='') -> DeccalError:
-    "The same error (same class) reported under the command-line option `arg`."
-    return type(e)(arg, prefix + e.message)
-
-# %% ../nbs/90_cli.ipynb #dc7f0a17
-def _spec_file(spec) -> tuple:
-    "(file, key) of FILE.npz:KEY, or (file, '') of a plain file name (which may itself contain a colon)."
-    has_key = str(spec).count(':') == 1 and not Path(spec).exists()
-    path, _, key = str(spec).partition(':') if has_key else (str(spec), '', '')
-    return path, key
-
-# %% ../nbs/90_cli.ipynb #d5504182
-def _is_int_token(s:str) -> bool:
-    "Whether a CSV field is an integer written without a decimal point or exponent (as pandas writes labels)."
-    s = s.strip()
-    return s.lstrip('-').isdigit()
-
-# %% ../nbs/90_cli.ipynb #9a566135
-def _is_number(s:str) -> bool:
-    "Whether a CSV field parses as a number (a float, an integer, inf or nan)."
-    try: float(s)
-    except ValueError: return False
-    return True
-
-# %% ../nbs/90_cli.ipynb #abbf2870
-def csv_numbers(text:str,  # the file's text (a byte-order mark already removed)
-                path:str,  # the file's name, for messages
-                name:str,  # the option it came from, for messages
-               ) -> np.ndarray: # (rows, columns) floats
-    "The numbers of a CSV table, without its header line or index column (pandas' defaults included)."
-    every = text.splitlines()
-    lines = [(i + 1, l) for i, l in enumerate(every) if l.strip()]
-    if not lines: raise DeccalError(name, f"{path!r} is empty")
-    fields = [(no, l.split(',')) for no, l in lines]
-    last = lines[-1][0]                        # an empty line is a row of empty fields: before the last line always,
-    gaps = [i + 1 for i, l in enumerate(every) if not l.strip() and (i + 1 < last or len(fields[0][1]) == 1)]
-    if gaps:                                   # after it in a one-column table (pandas writes a NaN row so)
-        raise DeccalError(name, f"{path!r} line {gaps[0]} is empty: a row with a missing value? Every field needs "
-                          "a number (remove the line or fill it)")
-    def row(no, f):
-        try: return [float(v) for v in f]
-        except ValueError:
-            shown = ','.join(f)[:60]
-            raise DeccalError(name, f"{path!r} line {no} is not comma-separated numbers: {shown!r}") from None
-    head, body = fields[0][1], fields[1:]
-    floats = lambda rows, cols: any(not _is_int_token(r[j]) for _, r in rows for j in cols if j < len(r))
-    try:
-        first = row(*fields[0])
-        k = len(head)
-        header = (k >= 2 and all(_is_int_token(v) for v in head) and first == list(range(k))
-                  and floats(body, range(k)))                         # pandas' default column names
-    except DeccalError:                                                # names: a header line; an empty field
-        named = any(v.strip() and not _is_number(v) for v in head)      # beside numbers only: a missing value,
-        header = named or (len(head) > 1 and head[0].strip() == ''      # unless it is pandas' index header over
-                           and all(_is_int_token(v) for v in head[1:]))  # its default column names
-        if not header: raise
-    index = header and head[0].strip() == ''                            # pandas' unnamed index over a first column
-    rows = body if header else fields
-    if not rows: raise DeccalError(name, f"{path!r} has a header but no rows")
-    if not header and len(rows) > 1 and len(rows[0][1]) > 1:          # a RangeIndex written without the header
-        col0 = [r[0] for _, r in rows]
-        index = (all(_is_int_token(v) for v in col0) and [int(v) for v in col0] == list(range(len(rows)))
-                 and floats(rows, range(1, len(rows[0][1]))))
-    a = [row(no, f[1:] if index else f) for no, f in rows]
-    if len({len(r) for r in a}) != 1: raise DeccalError(name, f"{path!r} has rows of different lengths")
-    return np.array(a)
-
-# %% ../nbs/90_cli.ipynb #c29a0283
-def read_array(spec:str,   # FILE.npz, FILE.npz:KEY or FILE.csv
-               name:str,   # the option it came from, for messages
-              ) -> np.ndarray:
-    "A float array from an `.npz` file (the array KEY, or its only array) or a `.csv` file of numbers."
-    path, key = _spec_file(spec)
-    p = Path(path)
-    if p.is_dir(): raise DeccalError(name, f"{path!r} is a folder, not a file")
-    if not p.is_file(): raise DeccalError(name, f"no such file {path!r}")
-    if p.suffix.lower() == '.npz':
-        try:
-            with np.load(p, allow_pickle=False) as f:
-                keys = list(f.keys())
-                if not keys: raise DeccalError(name, f"{path!r} holds no arrays")
-                if key and key not in keys: raise DeccalError(name, f"{path!r} has no array {key!r} (it has {keys})")
-                if not key and len(keys) > 1:
-                    raise DeccalError(name, f"{path!r} holds arrays {keys}; name one as {path}:KEY")
-                a = np.asarray(f[key or keys[0]])
-        except DeccalError: raise
-        except Exception as e:      # whatever a damaged or foreign file makes np.load raise: it is the file's fault
-            msg = f"{path!r} is not a readable .npz file ({type(e).__name__}: {str(e)[:80]})"
-            raise DeccalError(name, msg) from None
-        if a.dtype.kind not in 'biuf': raise DeccalError(name, f"{path!r} holds {a.dtype} data, not numbers")
-        a = a.astype(float)
-    elif p.suffix.lower() == '.csv':
-        try: text = p.read_text(encoding='utf-8-sig')     # a byte-order mark (spreadsheet exports) is not data
-        except UnicodeDecodeError: raise DeccalError(name, f"{path!r} is not a text (CSV) file") from None
-        except OSError as e: raise DeccalError(name, f"{path!r} cannot be read ({e.strerror})") from None
-        a = csv_numbers(text, path, name)
-        if a.shape[1] == 1: a = a[:, 0]
-    else: raise DeccalError(name, f"{path!r} must be a .npz or .csv file")
-    if a.size == 0: raise DeccalError(name, f"{path!r} holds an empty array")
-    if not np.all(np.isfinite(a)):
-        raise DeccalError(name, f"{path!r} contains {int(np.size(a) - np.isfinite(a).sum())} NaN or infinite value(s)")
-    return a
-
-# %% ../nbs/90_cli.ipynb #e755209a
-KINDS = ('points', 'samples', 'probs')
-
-def read_predictions(spec:str,          # the predictions' file
-                     kind:str,          # 'points' (n, d), 'samples' (n, B, d) or 'probs' (n, C)
-                     classes:str=None,  # for 'probs': file of the classes' outcome vectors (C, d)
-                     name:str='--pred', # the option, for messages
-                    ) -> Embedding:
-    "Read predictions of one of the three kinds into an `Embedding`."
-    if kind not in KINDS: raise DeccalError('--kind', f"must be one of {', '.join(KINDS)}, got {kind!r}")
-    if kind == 'probs' and classes is None:
-        raise DeccalError('--classes', "--kind probs needs --classes FILE, the outcome vector of each class")
-    a = read_array(spec, name)
-    V = read_array(classes, '--classes') if kind == 'probs' else None
-    if kind == 'samples':
-        if a.ndim == 2: a = a[:, :, None]
-        if a.ndim != 3:
-            raise DeccalError(name, f"{str(spec)!r}: samples must have shape (n, B, d) (or (n, B) for d = 1), "
-                                    f"got {a.shape}")
-    try:
-        if kind == 'points': return Embedding.from_points(a)
-        if kind == 'samples': return Embedding.from_samples(a)
-        return Embedding.from_probs(a, V)
-    except DeccalError as e:
-        if e.arg == 'classes': raise _relabel(e, '--classes', f"{str(classes)!r}: ") from None
-        raise _relabel(e, name, f"{str(spec)!r}: ") from None
-
+# %% ../nbs/90_cli.ipynb #04f63a3e
+# the readers are defined in deccal.tables; deccal.cli stays their public path (tests and users import them here)
+from .tables import KINDS, csv_numbers, read_array, read_predictions  # noqa: F401
+from .tables import relabel, spec_file
 
 # %% ../nbs/90_cli.ipynb #b12b0fec
 def kernel_from_options(name:str,        # a name in `deccal.kernels.KERNELS` (--kernel)
@@ -167,7 +39,7 @@ def kernel_from_options(name:str,        # a name in `deccal.kernels.KERNELS` (-
     takes = cls().get_params() if cls is not None else {}       # the parameters the kernel has
     params = {k: v for k, v in given.items() if k in takes}
     try: return kernels.make_kernel(name, **params)
-    except DeccalError as e: raise _relabel(e, f"--{e.arg}" if e.arg in params else '--kernel') from None
+    except DeccalError as e: raise relabel(e, f"--{e.arg}" if e.arg in params else '--kernel') from None
 
 
 # %% ../nbs/90_cli.ipynb #d3df52ca
@@ -217,7 +89,7 @@ def _check_not_an_input(a, out:str):
     if target is None: return
     for opt in _INPUTS:
         spec = getattr(a, opt.lstrip('-').replace('-', '_'), None)
-        if spec is not None and _same_file(target, _spec_file(spec)[0]):
+        if spec is not None and _same_file(target, spec_file(spec)[0]):
             raise DeccalError(out, f"{str(target)!r} is also {opt}: the command would overwrite its own input")
 
 # %% ../nbs/90_cli.ipynb #9546c9c1
@@ -266,7 +138,7 @@ def _groups(a):
 def _as_options(e:DeccalError) -> DeccalError:
     "An error about groups or held-out data, named by the command-line option the user gave."
     opts = {'groups': '--groups', 'holdout groups': '--holdout-groups', 'holdout': '--holdout-pred'}
-    return _relabel(e, opts[e.arg]) if e.arg in opts else e
+    return relabel(e, opts[e.arg]) if e.arg in opts else e
 
 # %% ../nbs/90_cli.ipynb #87d6e5be
 # whether this run is the `deccal` command, which ignores SIGINT and SIGTERM once its last output begins
@@ -339,7 +211,7 @@ def cmd_calibrate(a):
              if 'holdout_square_loss' in kept else ''))
     _final_output()
     try: cal.save(a.output)
-    except DeccalError as e: raise _relabel(e, '--output') if e.arg == 'path' else e from None
+    except DeccalError as e: raise relabel(e, '--output') if e.arg == 'path' else e from None
     print(f"wrote {a.output}")
     return cal
 
@@ -357,7 +229,7 @@ def cmd_transform(a):
     "deccal transform: apply a saved calibrator to new predictions."
     _npz_output(a.output, 'predictions'); _check_not_an_input(a, '--output')
     try: cal = load_calibrator(a.calibrator)
-    except DeccalError as e: raise _relabel(e, '--calibrator') from None
+    except DeccalError as e: raise relabel(e, '--calibrator') from None
     fitted = fitted_kind(cal)
     if fitted != a.kind:
         raise DeccalError('--kind', f"the calibrator was fitted on {fitted} predictions; these would be read as "
@@ -366,7 +238,7 @@ def cmd_transform(a):
     G = _groups(a)
     try: out = cal.transform(pred, G)
     except DeccalError as e:
-        raise (_as_options(e) if e.arg in ('groups', 'features') else _relabel(e, '--pred', f"{str(a.pred)!r}: ")) \
+        raise (_as_options(e) if e.arg in ('groups', 'features') else relabel(e, '--pred', f"{str(a.pred)!r}: ")) \
             from None
     _final_output()
     save_embedding(a.output, out, '--output')

@@ -4,35 +4,31 @@
 
 # %% ../nbs/08_dimfreedecal.ipynb #d26581ee
 from __future__ import annotations
-import copy, math, time
-import numba as nb
+import copy, time
 import numpy as np
 from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positive, check_number, check_int,
-                           check_seed, check_bool, check_choice, check_rows, check_sample_weight, row_blocks, Progress,
+                           check_seed, check_bool, check_choice, check_rows, check_sample_weight, row_blocks,
                            check_radius, check_groups, patch)
 from .checks import one_blas_thread, blas_controller, rows_of, check_memory
 from .kernels import Kernel, MinKernel
 from .groups import Groups
 from .embedding import Embedding, FactoredEmbedding
 from .losses import Loss
-from .basis import make_basis, whiten
-from .rows import LocalRows, stack_search, split_rows, mean_se, backend_for
+from .rows import LocalRows, backend_for
 from .params import Estimator, optional, check_verbose
-from .audit import search_groups, check_holdout, certify as certify_sample, AuditResult, explicit_predictions
-from .audit import search_bytes
+from .audit import check_holdout, certify as certify_sample, AuditResult, explicit_predictions
 from .replay import replay_features, feature_replay_flops
+from . import rounds
+from .replay_rows import replay_rows
 
 # %% auto #0
-__all__ = ['unit_rows', 'check_kernel_param', 'DimFreeDeCal', 'radius', 'validation_split', 'mean_of_sums', 'group_memberships',
-           'round_bytes', 'feature_stack', 'feature_inputs', 'calibrated_features']
+__all__ = ['check_kernel_param', 'DimFreeDeCal', 'group_memberships']
 
-# %% ../nbs/08_dimfreedecal.ipynb #d61f4b21
-def unit_rows(g,           # (A, r) the G_a in whitened coordinates
-              Gn,          # (A,) their norms
-              R1:float,    # the norm to scale to
-             ):
-    "The G_a scaled to norm R1 (rows with G_a = 0 stay 0): the auditor's best loss l for the rule."
-    return np.where(Gn[:, None] > 0, R1 * g / np.maximum(Gn, 1e-300)[:, None], 0.0)
+# %% ../nbs/08_dimfreedecal.ipynb #7e6a6175
+# moved to deccal.rounds: deccal.dimfree stays their public path (deccal.dask, deccal.estimators, deccal.cli)
+from .rounds import unit_rows, radius, validation_split, mean_of_sums, round_bytes  # noqa: F401
+# moved to deccal.replay_rows; deccal.dimfree stays their public path (deccal.crossfit)
+from .replay_rows import feature_stack, feature_inputs, calibrated_features
 
 # %% ../nbs/08_dimfreedecal.ipynb #3663b7cd
 def check_kernel_param(v, # the `kernel` parameter
@@ -118,61 +114,6 @@ class DimFreeDeCal(Estimator):
         s = float(np.sum(g * u) / denom) if denom > 0 else 0.0  # the step along u; eta = s / R1
         return s * u, s / params['R1']
 
-# %% ../nbs/08_dimfreedecal.ipynb #f6f4e3bc
-def _progress_fraction(value:float,      # this round's audit value
-                       first:float,      # round 0's audit value
-                       target:float,     # the stopping threshold 3 eps / 4
-                       t:int,            # the round
-                       max_rounds:int,   # the cap on rounds
-                      ) -> float:
-    "How far a calibration has come: the audit value's way down to the target on a log scale, or the rounds used."
-    by_value = 1.0 if first <= target or value <= target else max(0.0, np.log(first / value) / np.log(first / target))
-    return min(1.0, max(by_value, (t + 1) / max(max_rounds, 1)))
-
-# %% ../nbs/08_dimfreedecal.ipynb #25f650c8
-def radius(params:dict,     # the checked parameters
-           y2_max:float,     # the largest K(y, y) = ||phi(y)||^2 on the sample
-           s2_max:float,     # the largest ||p0(x)||^2 on the sample
-          ) -> float:
-    "R2 for the fit: the one given (refused below the largest ||phi(y)||), else the largest ||phi(y)||, ||p0(x)||."
-    y_max = float(np.sqrt(max(y2_max, 0)))
-    if params['R2'] is not None and params['R2'] < y_max * (1 - 1e-9):
-        raise DeccalError(
-            'R2',
-            f"{params['R2']:g} is below the largest ||phi(y)|| on the sample, {y_max:.6g}: projecting "
-            "the predictions onto a ball that does not contain the outcomes can raise the square loss, "
-            "and the guarantee of Theorem 6.1 assumes ||phi(y)|| <= R2. Use R2 >= "
-            f"{y_max:.6g}, or R2=None (the largest ||phi(y)|| and ||p0(x)|| on the sample)",
-        )
-    return params['R2'] if params['R2'] is not None else float(np.sqrt(max(y2_max, s2_max, 0)))
-
-# %% ../nbs/08_dimfreedecal.ipynb #c9975905
-def validation_split(params:dict,     # the checked parameters
-                     n:int,      # the sample's size
-                     weights,    # its weights (an array of n, in memory or on Dask), or None for equal weights
-                    ) -> tuple:  # (held-out rows, fitted rows, held-out weights, fitted weights)
-    "Early stopping's split: the held-out rows and the fitted rows (sorted), and their weights."
-    nv = int(round(params['validation_fraction'] * n))
-    if nv < 2 or n - nv < 2:
-        raise DeccalError(
-            'validation_fraction',
-            f"{params['validation_fraction']:g} of a sample of {n} leaves {nv} points "
-            f"to validate on and {n - nv} to fit (need at least 2 of each); pass holdout=(pred, Y) or "
-            "early_stopping=False",
-        )
-    perm = np.random.default_rng([params['seed'], 1]).permutation(n)
-    held, fitted = np.sort(perm[:nv]), np.sort(perm[nv:])
-    held_w = fit_w = None
-    if weights is not None:
-        held_w, fit_w = weights[held], weights[fitted]
-        for part, ww in (('validation', held_w), ('fitting', fit_w)):
-            if not float(ww.sum()) > 0:
-                raise DeccalError(
-                    'sample_weight',
-                    f"the {part} part of the sample has total weight 0; pass holdout=(pred, Y) or early_stopping=False",
-                )
-    return held, fitted, held_w, fit_w
-
 # %% ../nbs/08_dimfreedecal.ipynb #16f30b10
 @patch
 def rounds_cap(self:DimFreeDeCal,
@@ -206,13 +147,7 @@ def set_fitted_state(self:DimFreeDeCal,
     self._stack_cache = None
     return self
 
-# %% ../nbs/08_dimfreedecal.ipynb #adc2fd98
-def mean_of_sums(sums:list, # (sum of w g, sum of w) per block
-                ) -> float:
-    "The weighted mean of g over every block."
-    return sum(s for s, _ in sums) / sum(w for _, w in sums)
-
-# %% ../nbs/08_dimfreedecal.ipynb #8b250294
+# %% ../nbs/08_dimfreedecal.ipynb #5138cb3e
 @patch
 def start_rows(self:DimFreeDeCal,
                params:dict,     # the checked parameters
@@ -222,18 +157,10 @@ def start_rows(self:DimFreeDeCal,
                make_rows,       # make_rows(basis, to_u) -> the row blocks (LocalRows, or a backend's blocks)
                make_hold,       # the same for the held-out rows, or None
               ) -> dict:        # basis, captured, to_u, rows, hold (projected), base_sq
-    "Before round 0: the basis from at most `search_max` rows, its whitening, and every block's state, projected."
-    n_search = min(n, params['search_max'])
-    basis_rows = np.sort(np.random.default_rng([params['seed'], 3]).choice(n, n_search, replace=False))
-    basis, captured = make_basis(params['kernel'], *fetch_rows(basis_rows), params['exact_max'],
-                                 params['trace_tol'], params['max_rank'])
-    to_u, _ = whiten(basis.K, params['trace_tol'], params['max_rank'])
-    rows = make_rows(basis, to_u)
-    hold = None if make_hold is None else make_hold(basis, to_u).map('project', R2)
-    base_sq = mean_of_sums(rows.each('square_loss_sum'))   # the base predictor's square loss, before the projection
-    return dict(basis=basis, captured=captured, to_u=to_u, rows=rows.map('project', R2), hold=hold, base_sq=base_sq)
+    "Before round 0 (`deccal.rounds.start_rows`): the basis, its whitening, and every block's state, projected."
+    return rounds.start_rows(params, n, R2, fetch_rows, make_rows, make_hold)
 
-# %% ../nbs/08_dimfreedecal.ipynb #a9a4d706
+# %% ../nbs/08_dimfreedecal.ipynb #cbc705ec
 @patch
 def audit_round(self:DimFreeDeCal,
                 params:dict,     # the checked parameters
@@ -245,27 +172,10 @@ def audit_round(self:DimFreeDeCal,
                 inits:list,      # extra starts of the search (the previous round's rule)
                 rng,             # the search's random generator
                ) -> dict:
-    """Lines 2-4 of Algorithm 1 (line 3 of Algorithm 2): the auditor's rule l'_t (whitened coordinates U), the value
-    R1 sum_a ||G_a|| of the closed-form best loss for it, the round's sums G_a and D_hat, and the witnessed pair's gap
-    re-measured on held-out rows. With groups, the search runs for each group and the round audits, and later
-    patches, the group whose best rule reaches the largest value (`group`; every group's value: `group_values`)."""
-    A, beta, R1 = params['n_actions'], params['beta'], params['R1']
-    S, T, ws, G = search
-    k, U, search_values, per = search_groups(S, T, ws, G, beta, R1, A, params['n_starts'], rng, params['max_iter'],
-                                             inits, params['top_groups'])
-    per_block = (rows.each('stats_at', U, beta, k, per=split_rows(searched, rows.sizes)) if split
-                 else rows.each('stats', U, beta, None, k))   # each block reduced to (A, r), (A, A) and its weight
-    W = sum(q[2] for q in per_block)
-    g, Dhat = sum(q[0] for q in per_block) / W, sum(q[1] for q in per_block) / W
-    Gn = np.linalg.norm(g, axis=1)
-    out = dict(U=U, g=g, Gn=Gn, Dhat=Dhat, value=float(R1 * Gn.sum()), search_value=max(search_values), group=k,
-               group_values=per)
-    if hold is not None:                                 # the witnessed pair re-measured on held-out data
-        out['holdout_value'], out['holdout_se'] = mean_se(
-            np.sum(hold.each('gap_sums', U, unit_rows(g, Gn, R1), beta, k), axis=0))
-    return out
+    "Lines 2-4 of Algorithm 1 (`deccal.rounds.audit_round`): the auditor's rule, its value, G_a and D_hat."
+    return rounds.audit_round(params, search, rows, hold, searched, split, inits, rng)
 
-# %% ../nbs/08_dimfreedecal.ipynb #46ec01a0
+# %% ../nbs/08_dimfreedecal.ipynb #5311ee9d
 @patch
 def run_rounds(self:DimFreeDeCal,
                params:dict,     # the checked parameters
@@ -278,59 +188,9 @@ def run_rounds(self:DimFreeDeCal,
                parts=None,      # sample='split': the sorted rows each round audits (one array per round)
                n_groups:int=None, # K when the rows carry the memberships of K groups (None: no groups)
               ) -> DimFreeDeCal:
-    """Algorithm 1 (or 2: `patch_directions` decides) for every path: each round audits (`audit_round`), stops or
-    patches every block; early stopping keeps the round with the lowest held-out square loss."""
-    bound, max_rounds = self.rounds_cap(R2, params)
-    start = self.start_rows(params, n, R2, fetch_rows, make_rows, make_hold)
-    rows, hold, to_u, basis = start['rows'], start['hold'], start['to_u'], start['basis']
-    n_search, rng = min(n, params['search_max']), np.random.default_rng(params['seed'])
-    rounds, history, U_prev, held_losses = [], [], None, []
-    target, stop = 0.75 * params['eps'], "max_rounds"
-    bar = Progress(1.0, type(self).__name__, enabled=params['verbose'], count=False)
-    for t in range(max_rounds + 1):
-        if hold is not None: held_losses.append(mean_of_sums(hold.each('square_loss_sum')))
-        if params['early_stopping'] and t - int(np.argmin(held_losses)) >= params['n_iter_no_change']:
-            stop = "early_stopping"
-        last = t == max_rounds or stop == "early_stopping"
-        if last: searched = None
-        elif parts is not None: searched = parts[t]    # the rows this round's auditor sees
-        elif n > n_search: searched = np.sort(rng.choice(n, n_search, replace=False))
-        else: searched = np.arange(n)
-        # the square loss and the search rows at once: one call to each block
-        opened = rows.each('round_start', per=None if last else split_rows(searched, rows.sizes))
-        rec = dict(round=t, square_loss=mean_of_sums([q[0] for q in opened]))
-        if hold is not None: rec.update(holdout_square_loss=held_losses[-1])
-        if last: rec.update(audit_value=None); history.append(rec); break
-        r = self.audit_round(params, stack_search([q[1] for q in opened]), rows, hold, searched, parts is not None,
-                             [] if U_prev is None else [U_prev], rng)
-        U_prev = r['U']
-        rec.update(audit_value=r['value'], **{k: r[k] for k in ('holdout_value', 'holdout_se') if k in r})
-        if r['group'] is not None: rec.update(group=r['group'], group_values=r['group_values'])
-        history.append(rec)
-        bar.update(_progress_fraction(r['value'], history[0]['audit_value'], target, t, max_rounds),
-                   f"round {t}/{max_rounds}  audit value {r['value']:.4g} (stop at {target:.4g})  square loss "
-                   f"{rec['square_loss']:.5g}" + (f"  held out {rec['holdout_square_loss']:.5g}" if hold else ''))
-        # stop when neither the searched rows (the value the search reached there) nor every row (the value of the
-        # rule found) shows more than the target: a search on a part can miss the worst rule, and the rule it
-        # finds then looks calibrated on every row while a better search would still find a gap
-        if max(r['value'], r['search_value']) <= target: stop = "target"; break
-        Du, eta = self.patch_directions(r['g'], r['Gn'], r['Dhat'], params)   # line 4 of Algorithm 1
-        Du, eta = params['learning_rate'] * Du, params['learning_rate'] * eta  # shrinkage (1: the paper's patch)
-        D = Du @ to_u
-        rounds.append(dict(C=r['U'] @ to_u, D=D, KD=D @ basis.K, eta=eta,
-                           **({} if r['group'] is None else dict(group=r['group']))))
-        rows = rows.map('patch', r['U'], Du, params['beta'], R2, r['group'])    # lines 5-6: patch, project
-        if hold is not None: hold = hold.map('patch', r['U'], Du, params['beta'], R2, r['group'])
-    best = int(np.argmin(held_losses)) if params['early_stopping'] else len(rounds)   # the lowest held-out loss
-    found = [h['audit_value'] for h in history if h['audit_value'] is not None]
-    bar.close(f"{len(rounds)} rounds, " + (f"audit value {found[0]:.4g} -> {found[-1]:.4g}, " if found else '')
-              + {"target": "target reached", "max_rounds": "max_rounds reached",
-                 "early_stopping": "held-out square loss stopped falling"}[stop]
-              + (f"; keeping {best} rounds" if params['early_stopping'] else ''))
-    return self.set_fitted_state(params, basis, rounds, history, best_round_=best, stop_reason_=stop, R2_=R2,
-                                 round_bound_=bound, n_fit_=n, captured_trace_=start['captured'], rank_=to_u.shape[0],
-                                 base_square_loss_=start['base_sq'], n_groups_=n_groups,
-                                 seconds_=time.perf_counter() - t0)
+    """Algorithm 1 (or 2: `patch_directions` decides) for every path (`deccal.rounds.run_rounds`): each round audits,
+    stops or patches every block; early stopping keeps the round with the lowest held-out square loss."""
+    return rounds.run_rounds(self, params, n, R2, fetch_rows, make_rows, make_hold, t0, parts, n_groups)
 
 # %% ../nbs/08_dimfreedecal.ipynb #fc520fee
 def group_memberships(groups,             # (n, K) memberships in [0, 1], a `deccal.groups.Groups`, or None
@@ -356,13 +216,6 @@ def group_memberships(groups,             # (n, K) memberships in [0, 1], a `dec
     M = definition.membership(features, fname)
     if n is not None: check_rows(n, M, fname, other)
     return M, definition
-
-# %% ../nbs/08_dimfreedecal.ipynb #35133db6
-def round_bytes(n:int,  # rows a round searches
-                A:int,  # actions
-               ) -> float:
-    "Bytes of a round's largest arrays: the search's two (n, A) and the patch's five (A, A), 8 bytes a number."
-    return search_bytes(n, A) + 5 * 8.0 * A * A
 
 # %% ../nbs/08_dimfreedecal.ipynb #5c088422
 @patch
@@ -483,135 +336,6 @@ def in_features(self:DimFreeDeCal) -> bool:
     T = TA // A
     return feature_replay_flops(D, T, A) <= 4 * TA * m + 2 * A * A * T * (T - 1)
 
-# %% ../nbs/08_dimfreedecal.ipynb #73c614ed
-def feature_stack(members:list, # fitted DimFreeDeCal calibrators sharing a kernel with a feature map
-                 ) -> tuple:    # (Wc, Wd, first, R2, gidx): `replay_features`'s description of the rounds
-    "Every member's rounds for `replay_features`, one member after the other: their vectors, where each starts, radii."
-    rounds = [m.feature_rounds() for m in members]
-    if rounds[0] is None:
-        kern = members[0].params_['kernel']
-        raise DeccalError('kernel', f"{kern!r} has no explicit feature map; use Linear, Polynomial or FeatureMap")
-    A = members[0].params_['n_actions']
-    Wc, Wd = np.vstack([r[0] for r in rounds]), np.vstack([r[1] for r in rounds])
-    first = np.concatenate([[0], np.cumsum([len(r[0]) // A for r in rounds])]).astype(np.int64)
-    R2 = np.array([float(m.R2_) for m in members])
-    gidx = np.concatenate([m._stacked()['group'] for m in members]).astype(np.int64)
-    return Wc, Wd, first, R2, gidx
-
-# %% ../nbs/08_dimfreedecal.ipynb #2dba5991
-def feature_inputs(pred:Embedding, # predictions
-                   kern:Kernel,    # a kernel with an explicit feature map
-                   groups=None,    # (N, K) their memberships, checked, or None
-                  ) -> tuple:      # (X (N, D), G (N, K) or (N, 0)), C-contiguous floats
-    "The rows as `replay_features` reads them: their features, and their memberships (none without groups)."
-    G = np.zeros((pred.n, 0)) if groups is None else np.ascontiguousarray(groups, dtype=float)
-    return np.ascontiguousarray(explicit_predictions(pred, kern)), G
-
-# %% ../nbs/08_dimfreedecal.ipynb #0c330944
-_TILE = 64    # rows per task of the replay kernel (a task's state, 3 T A x 64 numbers, stays in the core's cache)
-_CHUNK = 10   # rounds per chunk of the blocked update of the later rounds' loss estimates and norms
-import scipy.linalg.cython_blas  # noqa: F401  (the BLAS Numba's gemm wrapper loads, imported before the kernel runs)
-_GEMM = nb.types.ExternalFunction('numba_xxgemm', nb.types.intc(   # Numba's own wrapper of BLAS dgemm (np.dot's)
-    nb.types.char, nb.types.char, nb.types.char, nb.types.intp, nb.types.intp, nb.types.intp, nb.types.voidptr,
-    nb.types.voidptr, nb.types.intp, nb.types.voidptr, nb.types.intp, nb.types.voidptr, nb.types.voidptr,
-    nb.types.intp))
-
-@nb.njit(cache=True, parallel=True)
-def _replay_rows(hy, hp,   # (N, m_y), (N, m_p) C-contiguous: h(x) = <v_j, p0(x)>, outcome atoms then prediction atoms
-                 CDy, CDp, # (2 T A, m_y), (2 T A, m_p) C-contiguous: [C; D] on them
-                 BC, GD,   # (T A, T A) C-contiguous: D_s K C_t^T and D_s K D_t^T
-                 n2_in,    # (N,) ||p0(x)||^2
-                 c_in,     # (N,) the scale after the projection of p0
-                 gm,       # (N, T) each round's group membership g(x) (the decisions are g(x) k(x)), or (0, T): 1
-                 beta, R2, A,
-                 a_out,    # (N, T A) out: the decisions over the scale, a_t(x) = k_t(x) / c(x)
-                 c_out,    # (N,) out: the final scale
-                 n2_out,   # (N,) out: ||q(x)||^2
-                 cpath,    # (T + 1, N) out: c after each round, or (0, N) not to record it
-                 n2path,   # (T + 1, N) out: ||q||^2 after each round, or (0, N)
-                ):
-    """The rounds for each point, in tiles of rows (one thread per tile, each row alone, in a fixed order): the tile's
-    [C; D] h(x) by one matrix product (BLAS dgemm, one thread), then the rounds in chunks of `_CHUNK` (blocked)."""
-    TA, N = BC.shape[0], n2_in.shape[0]
-    T, my, mp = TA // A, hy.shape[1], hp.shape[1]
-    path, grouped = cpath.shape[0] > 0, gm.shape[0] > 0
-    for b in nb.prange((N + _TILE - 1) // _TILE):
-        i0 = b * _TILE
-        L = min(_TILE, N - i0)
-        one = np.ones(1)
-        # HT: C h(x), then D h(x), one column per point of the tile; in Fortran order HT^T (L x 2 T A) += h^T [C; D]^T,
-        # accumulated in place by dgemm (no temporary, no copy of the tile's rows)
-        HT = np.zeros((2 * TA, L))
-        if my: _GEMM(ord('d'), ord('T'), ord('N'), L, 2 * TA, my, one.ctypes, hy[i0:].ctypes, my, CDy.ctypes, my,
-                     one.ctypes, HT.ctypes, L)
-        if mp: _GEMM(ord('d'), ord('T'), ord('N'), L, 2 * TA, mp, one.ctypes, hp[i0:].ctypes, mp, CDp.ctypes, mp,
-                     one.ctypes, HT.ctypes, L)
-        aT = np.empty((TA, L))                  # the tile's decisions so far, rows innermost
-        lo, tot, lin, quad, g = np.empty(L), np.empty(L), np.empty(L), np.empty(L), np.empty(L)
-        c, n2 = c_in[i0:i0 + L].copy(), n2_in[i0:i0 + L].copy()
-        if path:
-            for i in range(L): cpath[0, i0 + i] = c[i]; n2path[0, i0 + i] = n2[i]
-        # Blocked ("right-looking") rounds: row t of HT holds C_t q and D_t q with q including every round before the
-        # current chunk; within a chunk the earlier rounds of the same chunk are added by scalar loops; after a chunk
-        # [s0, s1) of decisions, its share in all later rounds is added at once by two products (BLAS):
-        # HT[s1:TA] += BC[s0:s1, s1:]^T aT[s0:s1] and HT[TA + s1:] += GD[s0:s1, s1:]^T aT[s0:s1].
-        for q0 in range(0, T, _CHUNK):
-            q1 = min(T, q0 + _CHUNK)
-            s0, s1 = q0 * A, q1 * A
-            for t in range(q0, q1):
-                t0 = t * A
-                Me, Md = HT[t0:t0 + A], HT[TA + t0:TA + t0 + A]   # C_t q, D_t q of the tile's rows
-                s4 = t0 - (t0 - s0) % 4                # the chunk's earlier rounds' share, four decisions at a time
-                for s in range(s0, s4, 4):
-                    for j in range(A):
-                        b0, b1, b2, b3 = BC[s, t0 + j], BC[s + 1, t0 + j], BC[s + 2, t0 + j], BC[s + 3, t0 + j]
-                        g0, g1, g2, g3 = GD[s, t0 + j], GD[s + 1, t0 + j], GD[s + 2, t0 + j], GD[s + 3, t0 + j]
-                        for i in range(L):
-                            x0, x1, x2, x3 = aT[s, i], aT[s + 1, i], aT[s + 2, i], aT[s + 3, i]
-                            Me[j, i] += (b0 * x0 + b1 * x1) + (b2 * x2 + b3 * x3)
-                            Md[j, i] += (g0 * x0 + g1 * x1) + (g2 * x2 + g3 * x3)
-                for s in range(s4, t0):
-                    for j in range(A):
-                        bc, gd = BC[s, t0 + j], GD[s, t0 + j]
-                        for i in range(L): Me[j, i] += bc * aT[s, i]; Md[j, i] += gd * aT[s, i]
-                # the round's decisions, as quantal_response, over the scale; each step a loop across the tile's rows
-                kk = aT[t0:t0 + A]
-                for i in range(L): lo[i] = c[i] * Me[0, i]               # the rule's loss estimates on p = c q
-                for j in range(1, A):
-                    for i in range(L): lo[i] = min(lo[i], c[i] * Me[j, i])
-                for j in range(A):
-                    for i in range(L): kk[j, i] = math.exp(-beta * (c[i] * Me[j, i] - lo[i]))
-                for i in range(L): tot[i] = kk[0, i]
-                for j in range(1, A):
-                    for i in range(L): tot[i] += kk[j, i]
-                for j in range(A):
-                    for i in range(L): kk[j, i] = kk[j, i] / tot[i] / c[i]
-                if grouped:                            # a round within a group: the decisions times g(x)
-                    for j in range(A):
-                        for i in range(L): kk[j, i] *= gm[i0 + i, t]
-                for i in range(L): lin[i] = 0.0; quad[i] = 0.0
-                for j in range(A):                     # <a_t, D_t q> and a_t^T (D_t K D_t^T) a_t
-                    for i in range(L): lin[i] += kk[j, i] * Md[j, i]; g[i] = 0.0
-                    for l in range(A):
-                        gl = GD[t0 + j, t0 + l]
-                        for i in range(L): g[i] += gl * kk[l, i]
-                    for i in range(L): quad[i] += kk[j, i] * g[i]
-                for i in range(L):
-                    v = n2[i] + 2 * lin[i] + quad[i]                     # ||q + a_t . d_t||^2
-                    n2[i] = v
-                    c[i] = min(c[i], R2 / math.sqrt(max(v, 1e-300)))     # projection onto the ball of radius R2
-                if path:
-                    for i in range(L): cpath[t + 1, i0 + i] = c[i]; n2path[t + 1, i0 + i] = n2[i]
-            if q1 < T:    # Fortran order: HT^T[:, later] += aT[s0:s1]^T BC[s0:s1, later], in place, no copies
-                _GEMM(ord('d'), ord('N'), ord('T'), L, TA - s1, s1 - s0, one.ctypes, aT[s0:].ctypes, L,
-                      BC[s0:, s1:].ctypes, TA, one.ctypes, HT[s1:].ctypes, L)
-                _GEMM(ord('d'), ord('N'), ord('T'), L, TA - s1, s1 - s0, one.ctypes, aT[s0:].ctypes, L,
-                      GD[s0:, s1:].ctypes, TA, one.ctypes, HT[TA + s1:].ctypes, L)
-        for i in range(L):
-            c_out[i0 + i] = c[i]; n2_out[i0 + i] = n2[i]
-            for s in range(TA): a_out[i0 + i, s] = aT[s, i]
-
-
 # %% ../nbs/08_dimfreedecal.ipynb #3ac46ef1
 @patch
 def _replay(self:DimFreeDeCal, pred:Embedding, path:bool=False,
@@ -621,7 +345,7 @@ def _replay(self:DimFreeDeCal, pred:Embedding, path:bool=False,
            ) -> tuple:
     """The state of `pred` after all fitted rounds, as p(x) = c(x) q(x), q(x) = p0(x) + sum_t a_t(x) . d_t: returns
     c (N,), a (N, T A) and ||q(x)||^2: in the feature space when `in_features` (`replay_features`), else h(x) and
-    `_replay_rows` (a product with [C; D] and the rounds). With `path`, also the lists of c and ||q||^2 after each
+    `replay_rows` (a product with [C; D] and the rounds). With `path`, also the lists of c and ||q||^2 after each
     round (t = 0..T)."""
     S, A, beta, R2 = self._stacked(), self.params_['n_actions'], self.params_['beta'], self.R2_
     N, TA = pred.n, S['C'].shape[0]
@@ -647,8 +371,8 @@ def _replay(self:DimFreeDeCal, pred:Embedding, path:bool=False,
     gm = np.empty((0, TA // A)) if groups is None else np.ascontiguousarray(groups[:, S['group']])
     c_out, n2_out = np.empty(N), np.empty(N)
     with blas_controller().limit(limits=1):     # the kernel's tiles run in parallel: each one's product on one thread
-        _replay_rows(hy, hp, CDy, CDp, S['BC'], S['GD'], n2, c, gm, float(beta), float(R2), int(A),
-                     a, c_out, n2_out, *rec)
+        replay_rows(hy, hp, CDy, CDp, S['BC'], S['GD'], n2, c, gm, float(beta), float(R2), int(A),
+                    a, c_out, n2_out, *rec)
     return (c_out, a, n2_out, list(rec[0]), list(rec[1])) if path else (c_out, a, n2_out)
 
 # %% ../nbs/08_dimfreedecal.ipynb #c7b64da4
@@ -729,23 +453,6 @@ def transform(self:DimFreeDeCal,
             c[i0:i1], a, _ = self._replay(pred[i0:i1], groups=part(i0, i1), n2=n2)
             coef[i0:i1] = a @ S['D']
     return FactoredEmbedding(pred, S['U'], S['F'], coef, c)
-
-# %% ../nbs/08_dimfreedecal.ipynb #d3c961a5
-def calibrated_features(members:list,   # fitted DimFreeDeCal calibrators sharing a kernel with a feature map
-                        pred:Embedding, # base predictions, checked against the first (`check_fitted`)
-                        groups=None,    # (N, K) their memberships, checked, when the calibrators use groups
-                       ) -> np.ndarray: # (N, D) the members' mean of c(x) q(x) in the feature space
-    "The members' mean calibrated prediction as vectors of the kernel's feature space: one `replay_features` pass."
-    kern, A, beta = (members[0].params_[k] for k in ('kernel', 'n_actions', 'beta'))
-    stack = feature_stack(members)
-    D, M = stack[0].shape[1], len(members)
-    out = np.empty((pred.n, D))
-    for i0, i1 in row_blocks(pred.n, 8 * (3 * D + 4 * M + (0 if groups is None else groups.shape[1]))):
-        X, G = feature_inputs(pred[i0:i1], kern, rows_of(groups, slice(i0, i1)))
-        replay_features(X, *stack, G, float(beta), int(A), out[i0:i1], np.zeros((i1 - i0, 0)),
-                        np.empty((M, i1 - i0)), np.empty((M, i1 - i0)), np.empty((0, i1 - i0)),
-                        np.empty((0, i1 - i0)))
-    return out
 
 # %% ../nbs/08_dimfreedecal.ipynb #d34f72d1
 @patch
