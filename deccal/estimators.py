@@ -13,7 +13,7 @@ __all__ = ['SEARCH', 'MODEL_PROBA_TOL', 'PROBA_BITS', 'COST_SLACK_SE', 'PLAIN_MA
            'numeric_features', 'start_inputs', 'model_start', 'kept_rounds', 'conformity_scores', 'conformal_margin',
            'cv_plus_ends']
 
-# %% ../nbs/85_estimators.ipynb #5f5dd662
+# %% ../nbs/85_estimators.ipynb #e35a71d1
 # the public path: the estimators and their helpers are defined in deccal.estimator_base, deccal.classifier,
 # deccal.regressor_defaults and deccal.regressor, and imported here, where notebooks, tests, benchmarks and users
 # import them
