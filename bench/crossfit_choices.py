@@ -49,7 +49,7 @@ from sklearn.frozen import FrozenEstimator                             # noqa: E
 from sklearn.metrics import log_loss                                   # noqa: E402
 from sklearn.naive_bayes import GaussianNB                             # noqa: E402
 
-import deccal.estimators                                              # noqa: E402
+import deccal.classifier                                              # noqa: E402  (its select_first_stage is swapped)
 from deccal.estimators import DecisionCalibratedClassifier            # noqa: E402
 from deccal.crossfit import CrossFitDeCal                             # noqa: E402
 
@@ -81,7 +81,7 @@ REFS = ('base model', 'first stage alone')
 
 # ----------------------------------------------------------------------------- the first stage, selected once a split
 class SelectOnce:
-    """deccal.estimators.select_first_stage, remembered: every configuration of a split gives it the same calibration
+    """deccal.classifier.select_first_stage, remembered: every configuration of a split gives it the same calibration
     probabilities, labels and seed, and it is deterministic, so it runs once a split (a copy of the one result is handed
     to each fit); `seconds` holds the CPU time of the runs that did the work (added back to every fit's CPU time)."""
     def __init__(self, f):
@@ -96,8 +96,8 @@ class SelectOnce:
         return copy.deepcopy(self.memo[key])
 
 
-SELECT = SelectOnce(deccal.estimators.select_first_stage)
-deccal.estimators.select_first_stage = SELECT       # _fit_first_stage looks the name up in the module at each call
+SELECT = SelectOnce(deccal.classifier.select_first_stage)
+deccal.classifier.select_first_stage = SELECT       # _fit_first_stage looks the name up in the module at each call
 
 
 # ----------------------------------------------------------------------------- one split

@@ -28,7 +28,7 @@ from sklearn.naive_bayes import GaussianNB                                 # noq
 from sklearn.frozen import FrozenEstimator                                 # noqa: E402
 from deccal.estimators import DecisionCalibratedClassifier                 # noqa: E402
 from deccal.metrics import decision_calibration_score                      # noqa: E402
-import deccal.estimators as est_module                                     # noqa: E402
+import deccal.estimator_base as est_module                                 # noqa: E402  (fit's calibrator_for)
 
 SETTINGS = [dict(n_starts=2, max_iter=100), dict(n_starts=1, max_iter=100), dict(n_starts=2, max_iter=30),
             dict(n_starts=1, max_iter=30)]

@@ -59,14 +59,14 @@ def main(argv=None):
     ap.add_argument('--write', action='store_true')
     ap.add_argument('--out', default='never_worse_results.md')
     ap.add_argument('--none-tie-se', type=float, default=None,
-                    help="the 'auto' first stage's tie_se (deccal.estimators.NONE_TIE_SE; default: the library's)")
+                    help="the 'auto' first stage's tie_se (deccal.classifier.NONE_TIE_SE; default: the library's)")
     a = ap.parse_args(argv)
     if a.quick: a.seeds, a.sizes = 2, '300'
     from sklearn.frozen import FrozenEstimator
-    import deccal.estimators
+    import deccal.classifier
     from deccal.estimators import DecisionCalibratedClassifier
-    if a.none_tie_se is not None: deccal.estimators.NONE_TIE_SE = a.none_tie_se     # a benchmark's switch
-    a.none_tie_se = deccal.estimators.NONE_TIE_SE
+    if a.none_tie_se is not None: deccal.classifier.NONE_TIE_SE = a.none_tie_se     # a benchmark's switch
+    a.none_tie_se = deccal.classifier.NONE_TIE_SE
     sizes = [int(s) for s in a.sizes.split(',')]
     T0 = time.perf_counter()
     cells = {}
