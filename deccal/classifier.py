@@ -21,7 +21,7 @@ from .checks import one_blas_thread
 from .kernels import Linear
 from .losses import Loss
 from .embedding import Embedding
-from .decisions import cost_stack, cost_paid_rows
+from .decisions import cost_stack, cost_paid_rows, cost_gap_rows
 from .distributions import project_simplex
 from .first_stage import AVERAGED_STAGES, FIRST_STAGES, select_first_stage, stratified_folds, log_loss_rows
 from .first_stage import ROW_SUM_TOL
@@ -34,8 +34,9 @@ from .estimator_base import (COST_SLACK_SE, FIRST_STAGE_FOLDS, DecisionCalibrate
                                    check_estimator_fitted, checked_features, with_shared_parameters)
 
 # %% auto #0
-__all__ = ['MODEL_PROBA_TOL', 'PROBA_BITS', 'PLAIN_MARGIN_SE', 'NONE_TIE_SE', 'PROBA_FLOORS', 'DecisionCalibratedClassifier',
-           'canonical_probabilities', 'model_probabilities', 'project_simplex_floor', 'with_absent_classes']
+__all__ = ['MODEL_PROBA_TOL', 'PROBA_BITS', 'PLAIN_MARGIN_SE', 'NONE_TIE_SE', 'GAP_SLACK_SE', 'PROBA_FLOORS',
+           'DecisionCalibratedClassifier', 'canonical_probabilities', 'model_probabilities', 'project_simplex_floor',
+           'with_absent_classes']
 
 # %% ../nbs/85b_classifier.ipynb #d733b42b
 @with_shared_parameters
@@ -299,15 +300,27 @@ def _fit_first_stage(self:DecisionCalibratedClassifier,
     return self.first_stage_.transform_on(P, groups)
 
 
+# %% ../nbs/85b_classifier.ipynb #94bb1e31
+GAP_SLACK_SE = 0.0   # with costs: the kept rounds may not raise those decision makers' out-of-fold mean gap by
+                     # more than this many paired se over 0 rounds (None: no gap guard)
+
 # %% ../nbs/85b_classifier.ipynb #0eefb22b
 @patch
-def _round_guard(self:DecisionCalibratedClassifier):
-    """With `costs`: each calibration row's cost paid (the mean over the matrices) acting on the out-of-fold vectors,
-    which the kept rounds may not raise by more than COST_SLACK_SE paired standard errors over 0 rounds; else None
-    (also when COST_SLACK_SE is None: no guard)."""
-    if self.costs is None or COST_SLACK_SE is None: return None
+def _round_guards(self:DecisionCalibratedClassifier) -> dict:
+    """With `costs`, two guards of the kept rounds, read on the out-of-fold vectors: each calibration row's cost paid
+    (the mean over the matrices), which they may not raise by more than COST_SLACK_SE paired standard errors over
+    0 rounds, and those decision makers' mean gap, which they may not raise by more than GAP_SLACK_SE (a constant
+    set to None: that guard left out); without `costs`, none."""
+    if self.costs is None: return {}
     R = cost_stack(self.costs, len(self.classes_))
-    return lambda pred, Y: cost_paid_rows(explicit_predictions(pred, Linear()), Y.argmax(1), R).mean(0)
+    vectors = lambda pred: explicit_predictions(pred, Linear())
+    guards = {}
+    if COST_SLACK_SE is not None:
+        guards.update(guard=lambda pred, Y: cost_paid_rows(vectors(pred), Y.argmax(1), R).mean(0),
+                      guard_slack_se=COST_SLACK_SE)
+    if GAP_SLACK_SE is not None:
+        guards.update(gap_guard=lambda pred, Y: cost_gap_rows(vectors(pred), Y.argmax(1), R), gap_slack_se=GAP_SLACK_SE)
+    return guards
 
 # %% ../nbs/85b_classifier.ipynb #ac1b5957
 @patch

@@ -288,7 +288,7 @@ class DecisionCalibratedBase(BaseEstimator):
             cf = CrossFitDeCal(cal, n_folds=self.n_folds, min_gain_se=self.min_gain_se, ensemble=self.ensemble,
                                seed=seed)
             self.calibrator_ = cf.fit(start, t.Y, sample_weight=sample_weight, folds=self._folds(t.Y, seed),
-                                      groups=G, guard=self._round_guard(), guard_slack_se=COST_SLACK_SE or 0.0)
+                                      groups=G, **self._round_guards())
         self.segment_groups_ = family
         self.segment_names_ = None if family is None else list(family.names)
         after = self._fit_output(start, t.Y, sample_weight, G)   # the calibrated start, out of fold where cross-fitted
@@ -325,10 +325,11 @@ class DecisionCalibratedBase(BaseEstimator):
         "The folds of the cross-fitting, (n,) fold indices (the classifier stratifies by class), or None: random."
         raise NotImplementedError(f"{type(self).__name__} must define _folds")
 
-    def _round_guard(self):
-        """What the kept rounds may not raise, out of fold, as CrossFitDeCal's `guard` (the classifier: the cost its
-        `costs` pay), or None: no guard."""
-        raise NotImplementedError(f"{type(self).__name__} must define _round_guard")
+    def _round_guards(self) -> dict:
+        """What the kept rounds may not raise, out of fold: CrossFitDeCal.fit's keywords `guard`, `guard_slack_se`,
+        `gap_guard`, `gap_slack_se` (the classifier with `costs`: the cost those matrices pay and their decision
+        makers' mean gap), or {}: no guard."""
+        raise NotImplementedError(f"{type(self).__name__} must define _round_guards")
 
     def _fit_output(self, start, Y, sample_weight, groups=None):
         """After the calibrator: set what the subclass's predictions need (the classifier's probability floor, the

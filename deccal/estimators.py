@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['SEARCH', 'MODEL_PROBA_TOL', 'PROBA_BITS', 'COST_SLACK_SE', 'PLAIN_MARGIN_SE', 'FIRST_STAGE_FOLDS', 'NONE_TIE_SE',
-           'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS',
-           'MAX_KNN_FEATURES', 'calibrator_for', 'canonical_order', 'check_frozen_fitted',
+           'GAP_SLACK_SE', 'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND',
+           'EXACT_ROWS', 'MAX_KNN_FEATURES', 'calibrator_for', 'canonical_order', 'check_frozen_fitted',
            'DecisionCalibratedClassifier', 'canonical_probabilities', 'model_probabilities', 'project_simplex_floor',
            'segment_family', 'with_absent_classes', 'default_n_samples', 'DecisionCalibratedRegressor',
            'median_heuristic', 'check_outcome_scale', 'default_rbf', 'outcome_scale_for', 'kernel_losses',
@@ -22,8 +22,8 @@ except ImportError: raise ImportError('deccal.estimators needs scikit-learn: pip
 from .distributions import project_simplex  # noqa: F401  (the tests and the digits tutorial read it here)
 from .estimator_base import (SEARCH, COST_SLACK_SE, FIRST_STAGE_FOLDS, calibrator_for, canonical_order,
                                    check_frozen_fitted, segment_family)
-from .classifier import (MODEL_PROBA_TOL, PROBA_BITS, PLAIN_MARGIN_SE, NONE_TIE_SE, PROBA_FLOORS,
-                               DecisionCalibratedClassifier, canonical_probabilities, model_probabilities,
+from .classifier import (MODEL_PROBA_TOL, PROBA_BITS, PLAIN_MARGIN_SE, NONE_TIE_SE, GAP_SLACK_SE,
+                               PROBA_FLOORS, DecisionCalibratedClassifier, canonical_probabilities, model_probabilities,
                                project_simplex_floor, with_absent_classes)
 from .regressor_defaults import (Y_MAX, MAX_ATOMS, EVALS_PER_SECOND, EXACT_ROWS, MAX_KNN_FEATURES,
                                        default_n_samples, median_heuristic, check_outcome_scale, default_rbf,
@@ -33,14 +33,14 @@ from .regressor_defaults import (Y_MAX, MAX_ATOMS, EVALS_PER_SECOND, EXACT_ROWS,
                                        cv_plus_ends)
 from .regressor import (REGRESSOR_SEARCH_ROWS, DecisionCalibratedRegressor)
 _all_ = ['SEARCH', 'MODEL_PROBA_TOL', 'PROBA_BITS', 'COST_SLACK_SE', 'PLAIN_MARGIN_SE', 'FIRST_STAGE_FOLDS',
-        'NONE_TIE_SE', 'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND',
-        'EXACT_ROWS', 'MAX_KNN_FEATURES', 'calibrator_for', 'canonical_order', 'check_frozen_fitted',
-        'DecisionCalibratedClassifier', 'canonical_probabilities', 'model_probabilities', 'project_simplex_floor',
-        'segment_family', 'with_absent_classes', 'default_n_samples', 'DecisionCalibratedRegressor',
-        'median_heuristic', 'check_outcome_scale', 'default_rbf', 'outcome_scale_for', 'kernel_losses',
-        'in_kernel_domain', 'check_outputs', 'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work',
-        'numeric_features', 'start_inputs', 'model_start', 'kept_rounds', 'conformity_scores', 'conformal_margin',
-        'cv_plus_ends']
+         'NONE_TIE_SE', 'GAP_SLACK_SE', 'PROBA_FLOORS', 'REGRESSOR_SEARCH_ROWS', 'Y_MAX', 'MAX_ATOMS',
+         'EVALS_PER_SECOND', 'EXACT_ROWS', 'MAX_KNN_FEATURES', 'calibrator_for', 'canonical_order',
+         'check_frozen_fitted', 'DecisionCalibratedClassifier', 'canonical_probabilities',
+         'model_probabilities', 'project_simplex_floor', 'segment_family', 'with_absent_classes',
+         'default_n_samples', 'DecisionCalibratedRegressor', 'median_heuristic', 'check_outcome_scale',
+         'default_rbf', 'outcome_scale_for', 'kernel_losses', 'in_kernel_domain', 'check_outputs',
+         'residual_atoms', 'with_residuals', 'fit_work', 'check_fit_work', 'numeric_features', 'start_inputs',
+         'model_start', 'kept_rounds', 'conformity_scores', 'conformal_margin', 'cv_plus_ends']
 
 # %% ../nbs/85_estimators.ipynb #d844db03
 _WEIGHTS_NOT_REPEATS = ("weights are used, but a weight of 2 is not a repeated row to 1e-7: the cross-validation "

@@ -230,9 +230,9 @@ def _folds(self:DecisionCalibratedRegressor, Y, seed:int) -> None:
 
 # %% ../nbs/85d_regressor.ipynb #5f9aa702
 @patch
-def _round_guard(self:DecisionCalibratedRegressor) -> None:
+def _round_guards(self:DecisionCalibratedRegressor) -> dict:
     "No guard: the rounds are kept on the cross-fitted square loss alone."
-    return None
+    return {}
 
 # %% ../nbs/85d_regressor.ipynb #5c032da9
 @patch
