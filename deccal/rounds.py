@@ -6,13 +6,14 @@
 from __future__ import annotations
 import time
 import numpy as np
-from .checks import DeccalError, Progress
+from .checks import DeccalError, Progress, check_work, check_memory
 from .basis import make_basis, whiten
 from .rows import stack_search, split_rows, mean_se
 from .audit import search_groups, search_bytes
 
 # %% auto #0
-__all__ = ['unit_rows', 'radius', 'validation_split', 'round_bytes', 'mean_of_sums', 'start_rows', 'audit_round', 'run_rounds']
+__all__ = ['unit_rows', 'radius', 'validation_split', 'round_bytes', 'round_flops', 'stack_bytes', 'mean_of_sums', 'start_rows',
+           'audit_round', 'run_rounds']
 
 # %% ../nbs/08a_rounds.ipynb #d61f4b21
 def unit_rows(g,           # (A, r) the G_a in whitened coordinates
@@ -83,6 +84,24 @@ def round_bytes(n:int,  # rows a round searches
                ) -> float:
     "Bytes of a round's largest arrays: the search's two (n, A) and the patch's five (A, A), 8 bytes a number."
     return search_bytes(n, A) + 5 * 8.0 * A * A
+
+# %% ../nbs/08a_rounds.ipynb #18df824d
+def round_flops(n:int,        # rows a round patches
+                n_search:int, # rows its search scores
+                A:int,        # actions
+                r:int,        # whitened coordinates (the basis's rank)
+                starts:int,   # local searches (n_starts, plus the previous round's rule)
+                max_iter:int, # steps of each local search
+               ) -> float:    # floating-point operations, about
+    "The work of one round: the search's scored steps, about 4 n A r each, and the patch of every row, 10 n A r."
+    return 4.0 * starts * max_iter * n_search * A * r + 10.0 * n * A * r
+
+def stack_bytes(T:int, # rounds
+                A:int, # actions
+                m:int, # atoms of the basis
+               ) -> float: # bytes, 8 a number
+    "The fitted state of T rounds: their directions, about 5 (T A, m) arrays, and the two (T A, T A) blocks."
+    return 8.0 * (5.0 * T * A * m + 2.0 * (T * A) ** 2)
 
 # %% ../nbs/08a_rounds.ipynb #adc2fd98
 def mean_of_sums(sums:list, # (sum of w g, sum of w) per block
@@ -158,6 +177,12 @@ def run_rounds(cal,             # the calibrator (DimFreeDeCal or a subclass): i
     start = cal.start_rows(params, n, R2, fetch_rows, make_rows, make_hold)
     rows, hold, to_u, basis = start['rows'], start['hold'], start['to_u'], start['basis']
     n_search, rng = min(n, params['search_max']), np.random.default_rng(params['seed'])
+    if params['max_rounds'] is not None:               # the rounds asked for, at most the theorem's bound
+        planned, A = min(max_rounds, bound), params['n_actions']
+        what = f"{planned:,} rounds of {A:,} actions on {n:,} rows"
+        check_work(planned * round_flops(n, n_search, A, to_u.shape[0], params['n_starts'] + 1, params['max_iter']),
+                   'max_rounds', what)
+        check_memory(stack_bytes(planned, A, basis.m), 'max_rounds', what)
     rounds, history, U_prev, held_losses = [], [], None, []
     target, stop = 0.75 * params['eps'], "max_rounds"
     bar = Progress(1.0, type(cal).__name__, enabled=params['verbose'], count=False)

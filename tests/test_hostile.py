@@ -187,3 +187,14 @@ def test_cli_reads_tables_as_pandas_writes_them(header, index, values, tmp_path_
     A = refused_or_returned(read_array, str(path), '--pred', names={'--pred'})
     if A is not None:
         np.testing.assert_array_equal(np.asarray(A, float).reshape(values.shape), values)
+
+
+def test_max_rounds_planned_past_the_work_budget(problem):
+    "A million rounds without early stopping, at a tolerance that would not stop them: refused before the rounds."
+    import time
+    from deccal.checks import DeccalError
+    est = deccal.DecisionCalibratedClassifier(problem['clf'], max_rounds=10**6, early_stopping=False, eps=1e-6,
+                                              segments=None)
+    t0 = time.perf_counter()
+    with pytest.raises(DeccalError, match='max_rounds'): est.fit(problem['X'], problem['y'])
+    assert time.perf_counter() - t0 < 60                  # refused up front, not after the rounds
