@@ -16,7 +16,7 @@ from .embedding import Embedding, FactoredEmbedding
 from .losses import Loss
 from .rows import LocalRows, backend_for
 from .params import Estimator, optional, check_verbose
-from .audit import check_holdout, certify as certify_sample, AuditResult, explicit_predictions
+from .audit import check_holdout, certify as certify_sample, AuditResult, explicit_predictions, MAX_STARTS
 from .replay import replay_features, feature_replay_flops
 from . import rounds
 from .replay_rows import replay_rows
@@ -53,7 +53,7 @@ class DimFreeDeCal(Estimator):
                  max_rounds:int=None,    # cap on rounds (default 16 R1^2 R2^2 / eps^2, the theorem's bound)
                  sample:str="reuse",     # "reuse" the whole sample every round, or "split" it into fresh parts
                  seed:int=0,             # seed of the auditor's random starts (an integer >= 0)
-                 n_starts:int=2,         # random starts of each audit, >= 1 (the previous round's witness is one more)
+                 n_starts:int=2,         # random starts of each audit, 1..MAX_STARTS (and the previous round's witness)
                  max_iter:int=100,       # L-BFGS iterations per start
                  exact_max:int=500,      # up to this n the basis is all 2n generalized atoms; above, a pivoted subset
                  trace_tol:float=1e-8,   # basis rank: capture 1 - trace_tol of the trace of K_v (in (0, 1))
@@ -85,7 +85,7 @@ class DimFreeDeCal(Estimator):
         max_rounds=optional(lambda v, nm: check_int(v, nm, 0)),
         sample=lambda v, nm: check_choice(v, nm, ("reuse", "split")),
         seed=check_seed,
-        n_starts=lambda v, nm: check_int(v, nm, 1),
+        n_starts=lambda v, nm: check_int(v, nm, 1, MAX_STARTS),
         max_iter=lambda v, nm: check_int(v, nm, 1),
         exact_max=lambda v, nm: check_int(v, nm, 0),
         trace_tol=lambda v, nm: check_number(v, nm, 0.0, 1.0),

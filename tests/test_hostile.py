@@ -198,3 +198,19 @@ def test_max_rounds_planned_past_the_work_budget(problem):
     t0 = time.perf_counter()
     with pytest.raises(DeccalError, match='max_rounds'): est.fit(problem['X'], problem['y'])
     assert time.perf_counter() - t0 < 60                  # refused up front, not after the rounds
+
+
+@pytest.mark.parametrize('option,value,rows', [('n_starts', 10**6, 60), ('n_actions', 10**7, 60),
+                                               ('max_rounds', 10**6, 60), ('exact_max', 10**6, 6000)])
+def test_calibrator_plans_past_the_machine_refused(option, value, rows):
+    "DimFreeDeCal asked for a million starts, ten million actions, a million rounds or an exact basis of 12,000 atoms."
+    import time
+    from deccal.checks import DeccalError
+    rng = np.random.default_rng(0)
+    P, y = rng.dirichlet(np.ones(3), rows), rng.integers(0, 3, rows)
+    kw = dict(n_actions=3, beta=5.0, R1=1.0, eps=1e-6, early_stopping=False, max_rounds=2, search_max=10**5)
+    kw[option] = value
+    t0 = time.perf_counter()
+    with pytest.raises(DeccalError, match=f'^{option}:'):
+        deccal.DimFreeDeCal(deccal.Linear(), **kw).fit(deccal.Embedding.from_probs(P), np.eye(3)[y])
+    assert time.perf_counter() - t0 < 30                  # refused before the work
