@@ -386,6 +386,7 @@ class Progress:
         self.total, self.label, self.enabled, self._stream, self._tty = total, label, bool(enabled), stream, tty
         self.log_every, self.width, self.count = float(log_every), int(width), bool(count)
         self.t0, self._last, self._pending, self._len, self.closed = time.perf_counter(), -np.inf, None, 0, False
+        self.shown = 0.0     # the fraction the bar has shown: it never draws less (an estimate can fall back)
 
     @property
     def stream(self): return self._stream if self._stream is not None else sys.stderr  # None: stderr closed (2>&-)
@@ -399,9 +400,13 @@ class Progress:
         "The non-empty parts and the seconds so far, two spaces apart."
         return '  '.join(p for p in (*parts, f"{time.perf_counter() - self.t0:.1f} s") if p)
 
+    def _fraction(self, done:float) -> float:
+        "`done / total` in [0, 1]."
+        return min(max(float(done) / self.total, 0.0), 1.0)
+
     def line(self, done:float, info:str='') -> str:
-        "The text of the bar for `done` units of work."
-        f = min(max(float(done) / self.total, 0.0), 1.0)
+        "The text of the bar for `done` units of work: the bar at least as long as shown before, the count as given."
+        f = max(self.shown, self._fraction(done))
         k = int(round(f * self.width))
         bar = f"[{'#' * k}{'-' * (self.width - k)}]" + (f" {done:g}/{self.total:g}" if self.count else '')
         return self._text(' '.join(p for p in (self.label, bar) if p), info)
@@ -425,6 +430,7 @@ class Progress:
         "Show that `done` units of the work are done."
         if not self.enabled or self.closed: return
         now, text = time.perf_counter(), self.line(done, info)
+        self.shown = max(self.shown, self._fraction(done))
         if self.tty: self._redraw(text); self._write('')
         elif now - self._last >= self.log_every:
             self._write(text + '\n'); self._last, self._pending = now, None

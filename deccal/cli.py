@@ -361,27 +361,56 @@ def _save_figure(fig, path):
     try: atomic_write(path, lambda f: fig.savefig(f, format='png', dpi=100), 'out_dir')
     finally: plt.close(fig)
 
-# %% ../nbs/90_cli.ipynb #16df0d65
-def _demo_figures(outp, cals, preds, Yt, base_audit, beta):
-    import matplotlib; matplotlib.use('Agg')
+# %% ../nbs/90_cli.ipynb #f3cd6fce
+def _rounds_figure(cals:dict, # name: a fitted calibrator (drawn in the colours C0, C1, ...)
+                  ):
+    "Per round of each calibrator: the audit value, the square loss in sample and held out; the kept round marked."
+    import matplotlib.pyplot as plt
+    fig, axs = plt.subplots(1, 2, figsize=(10, 3.4))
+    for i, (k, c) in enumerate(cals.items()):
+        h, col, best = c.history_, f'C{i}', c.best_round_
+        audited = [(t, r['audit_value']) for t, r in enumerate(h) if r.get('audit_value') is not None]
+        if audited: axs[0].plot(*zip(*audited), marker='o', ms=3, color=col, label=k)
+        axs[1].plot([r['square_loss'] for r in h], marker='o', ms=3, color=col, label=f'{k}, fitted rows')
+        if h and all('holdout_square_loss' in r for r in h):
+            axs[1].plot([r['holdout_square_loss'] for r in h], marker='s', ms=3, ls='--', color=col,
+                        label=f'{k}, held out')
+        for ax in axs: ax.axvline(best, color=col, ls=(':', '-.')[i % 2], lw=1.2, label=f'{k}: {best} rounds kept')
+    axs[0].set(xlabel='round', title='audit value on the calibration sample')
+    axs[1].set(xlabel='round', title='square loss (the held-out one chooses the rounds kept)')
+    for ax in axs: ax.legend(fontsize=7); ax.title.set_fontsize(9)
+    fig.tight_layout(); return fig
+
+# %% ../nbs/90_cli.ipynb #e26d7406
+def _reliability_figure(preds:dict, # name: (audit rows' predictions, test rows' predictions), 'base' first
+                        Yt,         # the test rows' outcomes
+                        base_audit, # the base predictor's audit: its worst pair (l, l')
+                        beta:float, # the decision makers' temperature
+                       ):
+    "The reliability diagram of the base predictor's worst pair, for every predictor (base in C3, the others C0, ...)."
     import matplotlib.pyplot as plt
     from deccal.plots import reliability_diagram
-    fig, axs = plt.subplots(1, 2, figsize=(9, 3))
-    for k, c in cals.items():
-        audit_values = [h['audit_value'] for h in c.history_ if h.get('audit_value') is not None]
-        axs[0].plot(audit_values, marker='o', ms=3, label=k)
-        axs[1].plot([h['square_loss'] for h in c.history_], marker='o', ms=3, label=k)
-    axs[0].set(xlabel='round', title='audit value on the calibration sample')
-    axs[1].set(xlabel='round', title='square loss')
-    for ax in axs: ax.legend(fontsize=8)
-    fig.tight_layout(); _save_figure(fig, outp / 'rounds.png')
     A = base_audit.loss.n_actions
     fig, axes = plt.subplots(1, A, figsize=(2.6 * A, 2.8), squeeze=False)
-    for (name, col) in (('base', 'C3'), ('DimFreeDeCal', 'C0')):
-        reliability_diagram(preds[name][1], Yt, base_audit.loss, base_audit.rule_loss, beta, axes=axes[0], label=name,
-                            color=col)
+    cols = dict(base='C3', **{k: f'C{i}' for i, k in enumerate(k for k in preds if k != 'base')})
+    for name, (_, pt) in preds.items():
+        reliability_diagram(pt, Yt, base_audit.loss, base_audit.rule_loss, beta, axes=axes[0], label=name,
+                            color=cols[name])
     fig.suptitle("held-out predicted vs realized loss for the base predictor's worst pair (l, l')", fontsize=9)
-    fig.tight_layout(); _save_figure(fig, outp / 'reliability.png')
+    fig.tight_layout(); return fig
+
+# %% ../nbs/90_cli.ipynb #057f5417
+def _demo_figures(outp:Path,        # the demo's folder
+                  cals:dict,        # name: fitted calibrator
+                  preds:dict,       # name: (audit rows' predictions, test rows' predictions), 'base' first
+                  Yt,               # the test rows' outcomes
+                  base_audit,       # the base predictor's audit
+                  beta:float,       # the decision makers' temperature
+                 ):
+    "Write the demo's figures: rounds.png and reliability.png."
+    import matplotlib; matplotlib.use('Agg')
+    _save_figure(_rounds_figure(cals), outp / 'rounds.png')
+    _save_figure(_reliability_figure(preds, Yt, base_audit, beta), outp / 'reliability.png')
 
 # %% ../nbs/90_cli.ipynb #096d314a
 def _say(line:str):

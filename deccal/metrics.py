@@ -277,6 +277,17 @@ def from_estimator(
                                 name=type(estimator).__name__ if name is None else name, segment=segment,
                                 segment_name=segment_name, axes=axes, **kwargs)
 
+# %% ../nbs/86_metrics.ipynb #82c560c1
+def _fit_labels(ax,                 # the axes of a figure of its own
+                plot_width:float=5.0, # inches kept for the plot itself
+               ):
+    "Widen the figure so that the longest y tick label and the plot fit side by side, then lay it out tightly."
+    fig = ax.figure
+    fig.draw_without_rendering()                                 # the labels' sizes, with the figure's renderer
+    w = max((t.get_window_extent().width for t in ax.get_yticklabels()), default=0.0) / fig.dpi
+    fig.set_figwidth(max(fig.get_figwidth(), w + plot_width))
+    fig.tight_layout()
+
 # %% ../nbs/86_metrics.ipynb #edf6bdeb
 class SegmentGapDisplay:
     "Per segment, the decision calibration gap before and after, with 2-SE whiskers: where it was, what changed."
@@ -308,7 +319,8 @@ class SegmentGapDisplay:
         ok = np.flatnonzero(~np.isnan(g))
         self.order_ = ok[np.argsort(-g[ok], kind='stable')][:k]   # the worst first; NaN (too few rows) left out
         y = np.arange(len(self.order_))
-        if ax is None: _, ax = plt.subplots(figsize=(6.4, 0.9 + 0.32 * max(len(y), 1)))
+        own = ax is None                                         # a figure of its own: its layout is ours to set
+        if own: _, ax = plt.subplots(figsize=(6.4, 0.9 + 0.32 * max(len(y), 1)))
         self.errorbars_ = {}
         for key, d, dy, col in (('before', b, -0.15, 'C3'), ('after', a, 0.15, 'C0')):
             if d is None: continue
@@ -326,6 +338,7 @@ class SegmentGapDisplay:
         ax.set_xlabel('decision calibration gap: mean over decision makers of |promised - paid|', fontsize=8)
         ax.tick_params(labelsize=8); ax.legend(fontsize=7, loc='lower right')
         if self.estimator_name is not None: ax.set_title(self.estimator_name, fontsize=9)
+        if own: _fit_labels(ax)
         self.ax_, self.figure_ = ax, ax.figure
         return self
 
