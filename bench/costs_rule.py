@@ -24,11 +24,13 @@ RULES ('costs' is what `fit` does now; the others are switched on by patching th
                           of the lowest out-of-fold realized cost (COST_SLACK_SE) and within the log-loss guard,
                           unless the stage chosen without costs is among them and within 2 paired se of that gap
                           (PLAIN_MARGIN_SE: then that one); the rounds kept by the square-loss rule, cut back where
-                          they raise the out-of-fold realized cost by more than COST_SLACK_SE paired se
-  costs, no cost guard    the same with COST_SLACK_SE = PLAIN_MARGIN_SE = None: the first stage by the gap alone, the
+                          they raise the out-of-fold realized cost by more than COST_SLACK_SE paired se or the team's
+                          out-of-fold gap at all (GAP_SLACK_SE = 0, the gap guard)
+  costs, no gap guard     the same with GAP_SLACK_SE = None: the rule before the gap guard
+  costs, no cost guard    COST_SLACK_SE = PLAIN_MARGIN_SE = GAP_SLACK_SE = None: the first stage by the gap alone, the
                           rounds unguarded
   costs, rounds by gap    the cost guard kept, the round count chosen by the out-of-fold gap (CrossFitDeCal's score)
-  costs, former rule      no cost guard and rounds by gap: what `fit` did before
+  costs, former rule      no cost guard and rounds by gap: what `fit` did before the guards
 """
 from __future__ import annotations
 import os
@@ -58,25 +60,27 @@ def diamonds():
 
 
 @contextlib.contextmanager
-def rule(cost_guard:bool, rounds_by_gap:bool):
-    "Switch the estimator's rules for one fit (this record only)."
-    import deccal.estimators as E
+def rule(cost_guard:bool, rounds_by_gap:bool, gap_guard:bool):
+    "Switch the classifier's rules for one fit (this record only): its module's constants, and CrossFitDeCal's score."
+    import deccal.classifier as K
     from deccal.crossfit import CrossFitDeCal
     from deccal.audit import explicit_predictions
     from deccal.decisions import cost_matrix_gaps
     from deccal.kernels import Linear
-    old_slack, old_plain, old_fit = E.COST_SLACK_SE, E.PLAIN_MARGIN_SE, CrossFitDeCal.fit
-    if not cost_guard: E.COST_SLACK_SE, E.PLAIN_MARGIN_SE = None, None
+    old = K.COST_SLACK_SE, K.PLAIN_MARGIN_SE, K.GAP_SLACK_SE, CrossFitDeCal.fit
+    if not cost_guard: K.COST_SLACK_SE, K.PLAIN_MARGIN_SE = None, None
+    if not gap_guard: K.GAP_SLACK_SE = None
     if rounds_by_gap:
         gap = lambda pred, Y, w: float(cost_matrix_gaps(explicit_predictions(pred, Linear()), Y.argmax(1), M[None],
                                                         w).mean())
-        CrossFitDeCal.fit = lambda self, *a, **k: old_fit(self, *a, **{**k, 'score': gap})
+        CrossFitDeCal.fit = lambda self, *a, **k: old[3](self, *a, **{**k, 'score': gap})
     try: yield
-    finally: E.COST_SLACK_SE, E.PLAIN_MARGIN_SE, CrossFitDeCal.fit = old_slack, old_plain, old_fit
+    finally: K.COST_SLACK_SE, K.PLAIN_MARGIN_SE, K.GAP_SLACK_SE, CrossFitDeCal.fit = old
 
 
-RULES = {'defaults': (False, True, False), 'costs': (True, True, False), 'costs, no cost guard': (True, False, False),
-         'costs, rounds by gap': (True, True, True), 'costs, former rule': (True, False, True)}
+RULES = {'defaults': (False, True, False, True), 'costs': (True, True, False, True),
+         'costs, no gap guard': (True, True, False, False), 'costs, no cost guard': (True, False, False, False),
+         'costs, rounds by gap': (True, True, True, False), 'costs, former rule': (True, False, True, False)}
 
 
 def main(argv=None):
@@ -106,8 +110,8 @@ def main(argv=None):
                                                                                                               y[tr])
                 fz = FrozenEstimator(base)
                 per.setdefault('model', []).append(team_columns(base.predict_proba(X[te]), y[te], M[None], M))
-                for name, (with_costs, guard, by_gap) in RULES.items():
-                    with warnings.catch_warnings(), rule(guard, by_gap):
+                for name, (with_costs, guard, by_gap, gap_guard) in RULES.items():
+                    with warnings.catch_warnings(), rule(guard, by_gap, gap_guard):
                         warnings.simplefilter('ignore')
                         kw = dict(costs=M) if with_costs else {}
                         est = DecisionCalibratedClassifier(fz, **kw).fit(X[ca], y[ca])
