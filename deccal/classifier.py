@@ -54,7 +54,8 @@ class DecisionCalibratedClassifier(ClassifierMixin, DecisionCalibratedBase):
         The base model; `FrozenEstimator(fitted)` uses it as fitted (default: `LogisticRegression()`).
     costs : array of shape (A, C) or (K, A, C), optional
         Cost matrices of the decision makers one knows of; they set the defaults of `n_actions` and `R1`, and the
-        first stage and the rounds are chosen so that their realized cost is guarded.
+        first stage and the rounds are chosen so that their realized cost is guarded, and the rounds so that their
+        out-of-fold gap does not rise.
     n_actions : int, optional
         Actions of the decision makers (default: A of `costs`, else the number of classes).
     beta : float, optional

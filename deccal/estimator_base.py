@@ -99,7 +99,7 @@ def check_frozen_fitted(est, # a FrozenEstimator
 
 # %% ../nbs/85a_estimator_base.ipynb #a443605b
 # with costs: the first stage among those within this many paired se of the lowest out-of-fold realized cost
-# (select_first_stage's cost_slack_se), and the rounds cut back where they raise that cost by more (the guard)
+# (select_first_stage's cost_slack_se), and the rounds cut back where they raise that cost by more (the cost guard)
 COST_SLACK_SE = 1.0
 FIRST_STAGE_FOLDS = 5   # the folds on which the 'auto' first stage cross-fits its candidates
 
