@@ -67,21 +67,23 @@ class Probe:
     Patches module attributes of deccal.audit for the life of the subprocess; `audit` looks them up at
     call time, so the timed run is the real `audit(...)` call."""
     PHASES = ('_factors', '_search', '_witnesses')
+    WHERE = {'_factors': 'low_rank_factors', '_search': 'search_groups', '_witnesses': 'witness_losses'}   # in audit
 
     def __init__(self, hwm_ok, power=None):
         import importlib
         da = importlib.import_module('deccal.audit')   # the module (the package re-exports a function `audit`)
+        wp = importlib.import_module('deccal.worst_pair')
         self.da, self.hwm_ok = da, hwm_ok
         self.reset()
         if power is not None:   # power iterations of the randomized factorization (not an audit() argument)
-            da._factors = functools.partial(da._factors, power=power)
-        for name in self.PHASES: setattr(da, name, self._phase(name, getattr(da, name)))
-        obj = da._objective
+            da.low_rank_factors = functools.partial(da.low_rank_factors, power=power)
+        for name in self.PHASES: setattr(da, self.WHERE[name], self._phase(name, getattr(da, self.WHERE[name])))
+        obj = wp._objective
         def counted(*a):
             self.nfev += 1
             return obj(*a)
-        da._objective = counted   # looked up by _search at call time: counts the search's function evaluations
-        G = da._Grams
+        wp._objective = counted   # looked up by search_rule at call time: counts the search's function evaluations
+        G = da.Grams
         G.tile = self._timed('block', G.tile)
         G.matmat = self._timed('matmat', G.matmat, count=True)
         G.dense = self._timed('dense', G.dense)
