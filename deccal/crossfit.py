@@ -12,7 +12,7 @@ from .checks import check_int, check_number, check_bool, check_seed, check_rows,
 from .checks import rows_of
 from .checks import one_blas_thread, check_groups
 from .embedding import Embedding, FactoredEmbedding
-from .rows import mean_se, backend_for
+from .rows import weighted_mean_se, backend_for
 from .params import Estimator
 from .dimfree import DimFreeDeCal, group_memberships, calibrated_features
 
@@ -190,7 +190,7 @@ def gap_difference(D0:np.ndarray, # (K, n) paid minus promised, per decision mak
     maker's mean, averaged over the K, after minus before."""
     m0, m = D0 @ w / w.sum(), D @ w / w.sum()
     psi = (np.sign(m) @ D - np.sign(m0) @ D0) / len(m)
-    se = mean_se((np.sum(w * psi), np.sum(w * psi * psi), np.sum(w), np.sum(w * w)))[1]
+    se = weighted_mean_se(psi, w)[1]
     return float(np.abs(m).mean() - np.abs(m0).mean()), float(se)
 
 # %% ../nbs/09d_crossfit.ipynb #1a1232a6
@@ -220,20 +220,20 @@ def guarded_count(members:list,      # the fold calibrators, as fitted
         if D is not None and (D.ndim != 2 or D.shape[1] != len(w) or not len(D) or not np.isfinite(D).all()):
             raise DeccalError('gap_guard', f"must return (K, {len(w)}) finite values, got shape {D.shape}")
         return v, D
-    (ref, D0), seen, gaps = values(0), {0: (0.0, 0.0)}, {0: (0.0, 0.0)}
+    (ref, D0) = values(0)
+    seen = None if guard is None else {0: (0.0, 0.0)}
+    gaps = None if gap_guard is None else {0: (0.0, 0.0)}
     for t in sorted(set(counts) - {0}, reverse=True):
         v, D = values(t)
         ok = True
         if guard is not None:
-            d = v - ref
-            m, se = mean_se((np.sum(w * d), np.sum(w * d * d), np.sum(w), np.sum(w * w)))
-            seen[t] = (float(m), float(se))
-            ok = m <= slack * se
+            seen[t] = weighted_mean_se(v - ref, w)
+            ok = seen[t][0] <= slack * seen[t][1]
         if gap_guard is not None:
             gaps[t] = gap_difference(D0, D, w)
             ok = ok and gaps[t][0] <= gap_slack * gaps[t][1]
-        if ok: return t, (seen if guard is not None else None), (gaps if gap_guard is not None else None)
-    return 0, (seen if guard is not None else None), (gaps if gap_guard is not None else None)
+        if ok: return t, seen, gaps
+    return 0, seen, gaps
 
 # %% ../nbs/09d_crossfit.ipynb #c963ae29
 @patch
@@ -311,7 +311,7 @@ def fit(self:CrossFitDeCal,
     L = np.empty((T + 1, n))
     for te, Lk in losses: L[:, te] = Lk[np.minimum(np.arange(T + 1), len(Lk) - 1)]
     gains = L[0][None, :] - L                          # (T + 1, n) paired gains of t rounds
-    stats = [mean_se((np.sum(w * g), np.sum(w * g * g), np.sum(w), np.sum(w * w))) for g in gains]
+    stats = [weighted_mean_se(g, w) for g in gains]
     gain, se = np.array([s[0] for s in stats]), np.array([s[1] for s in stats])
     eligible = [0] + [t for t in range(1, T + 1) if gain[t] > params['min_gain_se'] * se[t]]   # with evidence
     best = int(np.argmax(gain[1:])) + 1 if T else 0

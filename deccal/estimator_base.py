@@ -425,14 +425,16 @@ def summary(self:DecisionCalibratedBase) -> str:
         best = int(np.argmax(g[1:])) + 1 if len(g) > 1 else 0
         bar = cal.params_['min_gain_se']
         chosen = best if best and g[best] > bar * se[best] else 0     # the square-loss rule's count
-        guards = [(nm, d[chosen]) for nm, d in (('cost', getattr(cal, 'guard_', None)),
-                                                 ('gap', getattr(cal, 'gap_guard_', None))) if d and chosen in d]
-        why = (f"cross-fitted gain in square loss {g[t]:+.5f} ± {se[t]:.5f}, above {bar:g} se" if t and t == chosen else
-               f"the square-loss rule chose {chosen} (gain {g[chosen]:+.5f} ± {se[chosen]:.5f}); cut back by the "
-               "guards, whose out-of-fold change at that count over no rounds was "
-               + ', '.join(f"{nm} {m:+.2e} ± {s:.1e}" for nm, (m, s) in guards) if chosen else
-               f"no count's cross-fitted gain cleared {bar:g} se" + (f" (largest, at {best}: {g[best]:+.5f} ± "
-                                                                        f"{se[best]:.5f})" if best else ""))
+        if not chosen:
+            why = f"no count's cross-fitted gain cleared {bar:g} se"
+            if best: why += f" (largest, at {best}: {g[best]:+.5f} ± {se[best]:.5f})"
+        elif t == chosen: why = f"cross-fitted gain in square loss {g[t]:+.5f} ± {se[t]:.5f}, above {bar:g} se"
+        else:                                                          # cut back by the guards
+            guards = [(nm, d[chosen]) for nm, d in (('cost', getattr(cal, 'guard_', None)),
+                                                     ('gap', getattr(cal, 'gap_guard_', None))) if d and chosen in d]
+            why = (f"the square-loss rule chose {chosen} (gain {g[chosen]:+.5f} ± {se[chosen]:.5f}); cut back by the "
+                   "guards, whose out-of-fold change at that count over no rounds was "
+                   + ', '.join(f"{nm} {m:+.2e} ± {s:.1e}" for nm, (m, s) in guards))
         out.append(f"rounds: {t} kept of {len(g) - 1} every fold ran ({why})")
     else:
         out.append(f"rounds: {cal.best_round_} kept of {len(cal.all_rounds_)} run (stopped: {cal.stop_reason_})")

@@ -12,7 +12,8 @@ from .decisions import quantal_response
 from .basis import Basis
 
 # %% auto #0
-__all__ = ['BACKENDS', 'Rows', 'LocalRows', 'split_rows', 'stack_search', 'mean_se', 'register_backend', 'backend_for']
+__all__ = ['BACKENDS', 'Rows', 'LocalRows', 'split_rows', 'stack_search', 'mean_se', 'weighted_mean_se', 'register_backend',
+           'backend_for']
 
 # %% ../nbs/05b_rows.ipynb #46654a3e
 class Rows:
@@ -169,6 +170,13 @@ def mean_se(sums) -> tuple:  # (sum w g, sum w g^2, sum w, sum w^2), added over 
     mean, n_eff = swg / sw, sw**2 / sw2
     if not n_eff > 1: return float(mean), float('inf')
     return float(mean), float(np.sqrt(max(swg2 / sw - mean**2, 0) / (n_eff - 1)))
+
+# %% ../nbs/05b_rows.ipynb #24757c4d
+def weighted_mean_se(g:np.ndarray, # (n,) each row's value
+                     w:np.ndarray, # (n,) the rows' weights
+                    ) -> tuple:    # (the weighted mean of g, its standard error)
+    "`mean_se` of the rows' values g with weights w."
+    return mean_se((np.sum(w * g), np.sum(w * g * g), np.sum(w), np.sum(w * w)))
 
 # %% ../nbs/05b_rows.ipynb #2ea60252
 BACKENDS = {}   # backend name -> dict(detect=callable(*xs) -> bool, handlers by operation name)

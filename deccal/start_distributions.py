@@ -12,7 +12,7 @@ from scipy.stats import norm
 from .checks import (DeccalError, DeccalTypeError, check_array, check_int, check_number, check_rows,
                            check_sample_weight, check_seed)
 from .groups import weighted_quantile
-from .rows import mean_se
+from .rows import weighted_mean_se
 from .crossfit import fold_ids
 
 # %% auto #0
@@ -360,10 +360,9 @@ def crps_report(oof:dict,              # name -> (n,) out-of-fold CRPS of each r
     if reference not in oof: raise DeccalError('reference', f"{reference!r} is not a candidate ({list(oof)})")
     n = len(oof[reference])
     w = check_sample_weight(sample_weight, n, 'oof')
-    ms = lambda v: mean_se(((w * v).sum(), (w * v * v).sum(), w.sum(), (w * w).sum()))
     rep = {}
     for nm, v in oof.items():
-        (m, se), (d, dse) = ms(v), ms(v - oof[reference])
+        (m, se), (d, dse) = weighted_mean_se(v, w), weighted_mean_se(v - oof[reference], w)
         rep[nm] = dict(mean=m, se=se, diff=d, diff_se=dse)
     return rep
 
