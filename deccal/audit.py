@@ -333,7 +333,7 @@ def check_holdout(holdout,        # the `holdout=` argument: a pair (pred_holdou
                    kernel:Kernel,  # the kernel its outcomes must suit
                    dim:int,        # the dimension of the sample's outcomes
                   ) -> tuple:      # (pred_holdout, Y_holdout), checked
-    "Check a held-out pair of predictions and outcomes against the sample it goes with."
+    "Check a held-out pair of predictions and outcomes against the sample it goes with (and the kernel's domain)."
     try: ph, Yh = holdout
     except (TypeError, ValueError):
         raise DeccalTypeError('holdout', "expected a pair (pred_holdout, Y_holdout)") from None
@@ -342,6 +342,7 @@ def check_holdout(holdout,        # the `holdout=` argument: a pair (pred_holdou
     if ph.dim != dim: raise DeccalError('holdout', f"predictions on R^{ph.dim} but the sample's are on R^{dim}")
     Yh = kernel.check(Yh, 'holdout outcomes'); check_rows(ph.n, Yh, 'holdout outcomes', 'holdout predictions')
     if Yh.shape[1] != dim: raise DeccalError('holdout', f"outcomes on R^{Yh.shape[1]} but the sample's are on R^{dim}")
+    ph.check_kernel(kernel)
     return ph, Yh
 
 # %% ../nbs/06_audit.ipynb #3186c8c2
