@@ -7,11 +7,11 @@ from __future__ import annotations
 import math, time
 from dataclasses import dataclass, field
 import numpy as np
-from . import checks
+from . import runtime
 from statistics import NormalDist
 from .checks import (DeccalError, DeccalTypeError, check_array, check_bool, check_int, check_number,
-                           check_positive, check_radius, check_rows, check_seed, check_choice, Progress)
-from .checks import one_blas_thread, check_groups, check_memory, check_work, eigh_flops, rows_of
+                           check_positive, check_radius, check_rows, check_seed, check_choice, check_groups, rows_of)
+from .runtime import Progress, one_blas_thread, check_memory, check_work, eigh_flops
 from .kernels import Kernel
 from .losses import Loss
 from .embedding import Embedding
@@ -520,9 +520,9 @@ def audit_best_response(
     Y = _check_outcomes(Y, pred, kernel)
     Pm = explicit_predictions(pred, kernel)
     need = 8.0 * A * (Pm.shape[1] + pred.n) * 4        # bytes of the search's (A, m) and (n, A) arrays, a few of each
-    if need > checks.MEMORY_BUDGET:
+    if need > runtime.MEMORY_BUDGET:
         raise DeccalError('n_actions', f"{A} actions on {pred.n} points in {Pm.shape[1]} dimensions need about "
-                          f"{need / 2**20:.0f} MiB, above MEMORY_BUDGET ({checks.MEMORY_BUDGET / 2**20:.0f} MiB)")
+                          f"{need / 2**20:.0f} MiB, above MEMORY_BUDGET ({runtime.MEMORY_BUDGET / 2**20:.0f} MiB)")
     E = kernel.features(Y) - Pm
     n = pred.n
     w = _check_signed_weights(weights, n)

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import numpy as np
 import scipy.linalg
-from .checks import check_work, eigh_flops
+from .runtime import check_work, eigh_flops
 from .kernels import Kernel
 from .embedding import Embedding
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import copy, time
 import numpy as np
 from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positive, check_number, check_int,
-                           check_seed, check_bool, check_choice, check_rows, check_sample_weight, row_blocks,
-                           check_radius, check_groups, patch)
-from .checks import one_blas_thread, blas_controller, rows_of, check_memory
+                           check_seed, check_bool, check_choice, check_rows, check_sample_weight, check_radius,
+                           check_groups, rows_of)
+from .runtime import row_blocks, patch, one_blas_thread, blas_controller, check_memory
 from .kernels import Kernel, MinKernel
 from .groups import Groups
 from .embedding import Embedding, FactoredEmbedding

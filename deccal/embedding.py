@@ -5,9 +5,9 @@
 # %% ../nbs/03_embedding.ipynb #be192593
 from __future__ import annotations
 import numpy as np
-from . import checks
-from .checks import (check_array, as_points, check_rows, check_number, check_positive, patch, row_blocks,
-                           tiles, DeccalError, DeccalTypeError)
+from . import runtime
+from .checks import check_array, as_points, check_rows, check_number, check_positive, DeccalError, DeccalTypeError
+from .runtime import patch, row_blocks, tiles
 from .kernels import Kernel, MinKernel, min_functions_table, add_min_functions, min_functions_rows
 from .losses import Loss
 
@@ -342,7 +342,7 @@ def sq_norms_unchecked(self:Embedding, kernel:Kernel) -> np.ndarray:
     per_row = 8.0 * B * (B * (2 * d + 1) + M)
     if isinstance(kernel, MinKernel) and B and not M:       # sorted atoms: O(B log B) a row, no B x B block
         out += min_sq_norms(self.Z[:, :, 0], self.gamma[:, None] * self.W)
-    elif B and per_row <= checks.MEMORY_BUDGET:
+    elif B and per_row <= runtime.MEMORY_BUDGET:
         # blocks of predictions: the B x B kernel values of each, as pairs, and their B x M against V
         for i0, i1 in row_blocks(n, per_row):
             Zb, m = self.Z[i0:i1], i1 - i0

@@ -10,8 +10,8 @@ import numpy as np
 import numba as nb
 from numba import types
 from numba.extending import intrinsic
-from .checks import (as_points, check_positive, check_array, check_int, check_number, row_blocks,
-                           DeccalError, DeccalTypeError)
+from .checks import as_points, check_positive, check_array, check_int, check_number, DeccalError, DeccalTypeError
+from .runtime import row_blocks
 # the min kernel's functions read from tables live in deccal.min_functions; deccal.kernels stays their public path
 from .min_functions import (min_functions_table, count_at_most, add_min_functions,  # noqa: F401
                                   min_functions_rows)

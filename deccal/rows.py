@@ -5,7 +5,8 @@
 # %% ../nbs/05b_rows.ipynb #9c5bba01
 from __future__ import annotations
 import numpy as np
-from .checks import DeccalError, on_dask, row_blocks, rows_of
+from .checks import DeccalError, rows_of
+from .runtime import on_dask, row_blocks
 from .kernels import Kernel
 from .embedding import Embedding
 from .decisions import quantal_response
