@@ -128,7 +128,7 @@ def run_one(n, repeat, repeat_time, kw, knobs):
     from deccal.embedding import Embedding
     from deccal.kernels import RBF
     if knobs.get('memory_budget'):   # block size of the passes over P and R (module constant, patched in memory)
-        importlib.import_module('deccal.checks').MEMORY_BUDGET = int(knobs['memory_budget'] * 2**20)   # read at call time
+        importlib.import_module('deccal.runtime').MEMORY_BUDGET = int(knobs['memory_budget'] * 2**20)   # read at call time
     kernel = RBF(GAMMA)
     Yhat, Y = make_data(n)
     pred = Embedding.from_points(Yhat)
@@ -216,7 +216,7 @@ def main():
     ap.add_argument('--numba-threads', type=int, default=None,
                     help='profiling: NUMBA_NUM_THREADS for the measurement subprocesses (default: unset)')
     ap.add_argument('--memory-budget', type=float, default=None, metavar='MiB',
-                    help='profiling: deccal.checks.MEMORY_BUDGET (tile size of the passes; default 256 MiB), patched in memory')
+                    help='profiling: deccal.runtime.MEMORY_BUDGET (tile size of the passes; default 256 MiB), patched in memory')
     ap.add_argument('--power', type=int, default=None,
                     help='profiling: power iterations of the randomized factorization (_factors(power=...), default 1)')
     ap.add_argument('--retries', type=int, default=1,

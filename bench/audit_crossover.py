@@ -59,7 +59,7 @@ def main(argv=None):
             print(f"n = {n:>7,} {m:10s}: {r['cpu']:7.2f} s CPU ({r['wall']:.2f} s wall), value {r['value']:.5f}, "
                   f"load {r['load']:.1f}", flush=True)
     if a.write:
-        from deccal.checks import atomic_write
+        from deccal.runtime import atomic_write
         by = {(r['n'], r['method']): r for r in rows}
         lines = ["# Where the auditor's 'auto' switches to landmarks", '', machine_info(('audit.py',)), '',
                  'Produced by `python bench/audit_crossover.py --write`. One BLAS and one Numba thread; CPU seconds of '

@@ -18,7 +18,7 @@ Standard runs (each in a fresh subprocess):
   * n = 1,000, method 'auto' (exact eigendecomposition) and 'landmarks': the same comparison against the exact path;
   * n = 20,000, method 'landmarks' (the dense paths cost n^2 B^2 = 1.6e13 kernel values there: about 2 days at
     the n = 2,000 rate), seeds 0 and 1 (the second shows how much the value moves with the landmark rows and starts).
-Targets at n = 20,000, B = 200: at most 60 s on 2 cores, and peak memory within `deccal.checks.MEMORY_BUDGET`.
+Targets at n = 20,000, B = 200: at most 60 s on 2 cores, and peak memory within `deccal.runtime.MEMORY_BUDGET`.
 
 In each subprocess: the data, a warm-up audit of every method on 300 contexts of 20 samples (Numba loads its
 cache, thread pools start), then one timed audit.  Peak memory = VmHWM during the audit minus VmRSS before it
@@ -63,7 +63,7 @@ def one(n, B, d, method, seed=0, verbose=False):
     "One timed audit after a warm-up: a dict of figures."
     from deccal.audit import audit
     from deccal.kernels import RBF
-    from deccal import checks
+    from deccal import runtime
     k = RBF(0.5)
     wp, wy = make_data(300, 20, d, seed=1)
     for m in ('exact', 'randomized', 'landmarks'): audit(wp, wy, k, method=m, **KW)   # warm-up
@@ -80,7 +80,7 @@ def one(n, B, d, method, seed=0, verbose=False):
     peak = hwm_bytes()
     return dict(n=n, B=B, d=d, requested=method, seed=seed, seconds=wall, cpu_seconds=s1[1] - s0[1], value=r.value,
                 peak_bytes=(peak - rss0) if ok else None, process_peak_bytes=peak, base_bytes=rss0,
-                budget_bytes=checks.MEMORY_BUDGET, factor_bytes=2 * 8 * n * max(r.info['rank_P'], r.info['rank_R']),
+                budget_bytes=runtime.MEMORY_BUDGET, factor_bytes=2 * 8 * n * max(r.info['rank_P'], r.info['rank_R']),
                 others_busy=other, start_values=r.info.get('start_values'), **info)
 
 
@@ -150,7 +150,7 @@ def main(argv=None):
           f"peak {fmib(big['peak_bytes'])} MiB = {big['peak_bytes'] / budget:.2f} x MEMORY_BUDGET ({budget / MiB:.0f} MiB): "
           f"{'met' if mem_ok else 'NOT met'}")
 
-    from deccal.checks import atomic_write
+    from deccal.runtime import atomic_write
     busy_note = '' if big['others_busy'] < 0.05 else f" (other processes used {big['others_busy']:.0%} of the CPUs meanwhile)"
     L = ['# Audits of sample predictions, and the landmark path at n = 20,000, B = 200', '',
          machine_info(('audit.py', 'embedding.py', 'dimfree.py', 'kernels.py')), '',
@@ -180,7 +180,7 @@ def main(argv=None):
           f"- time {big['seconds']:.1f} s (target <= {TARGET_S:.0f} s): {'met' if time_ok else 'NOT met'}"
           f"{busy_note}.",
           f"- peak memory {fmib(big['peak_bytes'])} MiB above the RSS before the audit = {big['peak_bytes'] / budget:.2f} x "
-          f"`deccal.checks.MEMORY_BUDGET` ({budget / MiB:.0f} MiB): {'met' if mem_ok else 'NOT met'}. Of it, the factors S_P and S_R "
+          f"`deccal.runtime.MEMORY_BUDGET` ({budget / MiB:.0f} MiB): {'met' if mem_ok else 'NOT met'}. Of it, the factors S_P and S_R "
           f"the audit returns to its search take {big['factor_bytes'] / MiB:.0f} MiB; the process's whole peak was "
           f"{big['process_peak_bytes'] / MiB:.0f} MiB (the data: n B d 8 bytes = {BIG_N * B_STD * D_STD * 8 / MiB:.0f} MiB of samples). "
           "MEMORY_BUDGET bounds each temporary block deccal allocates, not the sum of the outputs kept and one block.", '',

@@ -84,7 +84,7 @@ def main(argv=None):
     slope = float(np.polyfit(np.log([r['n'] for r in big]), np.log([r['seconds'] for r in big]), 1)[0]) if len(big) > 1 else float('nan')
     print(f"time ~ n^{slope:.2f} over the landmark sizes")
     if a.n is None:
-        from deccal.checks import atomic_write
+        from deccal.runtime import atomic_write
         lines = ['# The auditor from n = 1,000 to 1,000,000', '', machine_info(('audit.py', 'dimfree.py')), '',
                  'Produced by `python bench/audit_scale.py`. Scenario: point forecasts in R^3, RBF gamma = 0.5, 5 actions, beta = 10, '
                  "R1 = 1, audit's defaults (method 'auto'). Peak = VmHWM during the audit minus VmRSS before it; r = rank_R.", '',

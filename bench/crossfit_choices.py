@@ -263,7 +263,7 @@ def main(argv=None):
                f"{elapsed:.0f} s")
     print(summary)
     if a.write:
-        from deccal.checks import atomic_write
+        from deccal.runtime import atomic_write
         out = os.path.join(REPO, 'bench', a.out)
         cmd = 'python bench/crossfit_choices.py ' + ' '.join(argv if argv is not None else sys.argv[1:])
         text = '\n'.join([

@@ -269,7 +269,7 @@ def hb(b):
 
 
 def write(res):
-    from deccal.checks import atomic_write
+    from deccal.runtime import atomic_write
     L = ['# The Dask path against the in-memory path: overhead, communication, and a cost model for 10^9 rows', '',
          machine_info(('dimfree.py', 'dask.py', 'audit.py')), '',
          'Produced by `python bench/dask_scale.py`. `distributed.LocalCluster(n_workers=2, threads_per_worker=1)` on the same 2 cores as the '

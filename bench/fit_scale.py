@@ -263,7 +263,7 @@ def plot(rows):
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    from deccal.checks import atomic_write
+    from deccal.runtime import atomic_write
     fig, ax = plt.subplots(figsize=(8, 5.5))
     for blas, color, name in ((None, 'C0', 'OpenBLAS default (2 threads)'), (1, 'C2', 'OPENBLAS_NUM_THREADS=1')):
         ok = [r for r in series(rows, blas) if not r.get('timeout')]
@@ -317,7 +317,7 @@ def objective_ab(reps=3, evals=20):
 
 
 def write(rows, profs, ab, done, notes=()):
-    from deccal.checks import atomic_write
+    from deccal.runtime import atomic_write
     main = series(rows)
     byn = {(r['n'], r['max_rank'], r.get('blas_threads')): r for r in rows}
     r5, r6, r6b = byn.get((100_000, 300, None)), byn.get((1_000_000, 300, None)), byn.get((1_000_000, 200, None))

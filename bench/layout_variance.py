@@ -225,7 +225,7 @@ def main(argv=None):
     print('\n'.join(lines)); print(summary)
     for n in notes: print(n)
     if a.write:
-        from deccal.checks import atomic_write
+        from deccal.runtime import atomic_write
         out = os.path.join(REPO, 'bench', a.out)
         cmd = 'python bench/layout_variance.py ' + ' '.join(argv if argv is not None else sys.argv[1:])
         text = '\n'.join([

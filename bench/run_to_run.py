@@ -77,7 +77,7 @@ def main(argv=None):
     spread, off = float(np.abs(v1[:k] / v2[:k] - 1).max()), float(np.abs(vd[:k] / v2[:k] - 1).max())
     print(f"per-round audit values: 1 against 2 BLAS threads differ by up to {spread:.2e}; Dask against 2 threads by up to {off:.2e}")
     if a.n is None:
-        from deccal.checks import atomic_write
+        from deccal.runtime import atomic_write
         lines = ['# Run-to-run variation of a fit, and the Dask path', '', machine_info(('dimfree.py', 'dask.py')), '',
                  'Produced by `python bench/run_to_run.py` (n = 30,000; 10 rounds; see the script for the scenario).', '',
                  '| run | seconds | rank | final square loss | audit values per round |', '|---|---|---|---|---|']

@@ -590,7 +590,7 @@ def main(argv=None):
     for n in dict.fromkeys(notes): print(n)
     if mc_note: print(mc_note)
     if a.write:
-        from deccal.checks import atomic_write
+        from deccal.runtime import atomic_write
         out = os.path.join(REPO, 'bench', a.out)
         cmd = 'python bench/skeptic.py ' + ' '.join(shlex.quote(x) for x in (sys.argv[1:] if argv is None else argv))
         title = "# The skeptic's benchmark: deccal's estimators with their defaults against the usual calibrators"

@@ -257,7 +257,7 @@ def main(argv=None):
     print('\n'.join(lines)); print(summary)
     for n in dict.fromkeys(notes): print(n)
     if a.write:
-        from deccal.checks import atomic_write
+        from deccal.runtime import atomic_write
         out = os.path.join(REPO, 'bench', a.out)
         text = '\n'.join(['# Calibrators on scikit-learn data: decision calibration, log loss, fit time', '',
                           machine_info(('dimfree.py', 'estimators.py') if use_estimator else ('dimfree.py',)), '',

@@ -370,7 +370,7 @@ def main(argv=None):
     lines = report(summaries, seconds, job_seconds, check)
     print('\n'.join(lines))
     if a.problems == ','.join(PROBLEMS) and seeds == list(SEEDS) and (a.n, a.n_fresh) == (N_CAL, N_FRESH):
-        from deccal.checks import atomic_write
+        from deccal.runtime import atomic_write
         lines += ['', '```json', json.dumps(dict(jobs=jobs, summaries=summaries, seconds=seconds, job_seconds=job_seconds, identity_check=check)), '```', '']
         out = os.path.join(REPO, 'bench', 'subsample_heldout_results.md')
         atomic_write(out, lambda f: f.write('\n'.join(lines).encode()))

@@ -22,7 +22,7 @@ Targets (2 cores):
 Settings, each measurement in a fresh subprocess whose environment has none of OPENBLAS_NUM_THREADS,
 OMP_NUM_THREADS, MKL_NUM_THREADS, NUMBA_NUM_THREADS, OMP_WAIT_POLICY (also not the one bench/transform.py sets by
 default for itself: it is removed in the subprocess before any parallel work):
-- 'deccal default': nothing set by the caller (deccal limits its own BLAS threads, `deccal.checks.BLAS_THREADS`;
+- 'deccal default': nothing set by the caller (deccal limits its own BLAS threads, `deccal.runtime.BLAS_THREADS`;
   Numba's kernels use one thread per core);
 - 'caller: 1 thread': the caller sets OPENBLAS_NUM_THREADS=1 (and NUMBA_NUM_THREADS=1 for the transform), the
   comparison.
@@ -60,7 +60,7 @@ QUICK = {('transform', 200_000): 20_000, ('fit', 100_000): 3_000, ('audit', 1_00
          ('fit', 1_000_000): 6_000}
 TIMEOUT, WAIT_S, RATIO = 15 * 60, 120, 1.2
 ATTEMPTS, DISTURBED = 3, 0.10   # a short measurement others disturbed (over 10% of the CPUs) runs again, up to 3 times
-SOURCES = ('dimfree.py', 'audit.py', 'rows.py', 'kernels.py', 'embedding.py', 'checks.py')
+SOURCES = ('dimfree.py', 'audit.py', 'rows.py', 'kernels.py', 'embedding.py', 'checks.py', 'runtime.py')
 
 
 def proc_cpu(pid):
@@ -180,7 +180,7 @@ def run_summary(runs):
 
 
 def write(rows, out, total, quick, pending, runs=None):
-    from deccal.checks import atomic_write
+    from deccal.runtime import atomic_write
     head = ['| workload | n | another process busy on one core | setting | figure | target | met? '
             '| / best setting | others busy | tries |', '|---|---|---|---|---|---|---|---|---|---|']
     dflt = [r for r in rows if r['setting'] == 'default']

@@ -7,13 +7,13 @@ Prints a table; it is not a test. Usage:
     python bench/threads.py --quick    # tiny sizes (n = 600, 300 rows, 2 rounds): checks that the script runs
     python bench/threads.py --quick --write --out /tmp/t.md   # ... and its --write (keep quick figures out of bench/)
 
-deccal's public entry points run with one BLAS thread (`deccal.checks.one_blas_thread`, reading
-`deccal.checks.BLAS_THREADS`). Settings compared, each in a fresh process with no OPENBLAS_NUM_THREADS in its
+deccal's public entry points run with one BLAS thread (`deccal.runtime.one_blas_thread`, reading
+`deccal.runtime.BLAS_THREADS`). Settings compared, each in a fresh process with no OPENBLAS_NUM_THREADS in its
 environment (so OpenBLAS starts one thread per core):
 
 - 'deccal (own limit)': the package as shipped, nothing set by the caller;
 - 'caller: 1 BLAS thread' and 'caller: 2 BLAS threads': the package's limit switched off
-  (`deccal.checks.BLAS_THREADS = None`, which leaves the caller's setting), the caller setting the threads with
+  (`deccal.runtime.BLAS_THREADS = None`, which leaves the caller's setting), the caller setting the threads with
   `threadpoolctl.threadpool_limits` around the fit: what a fit costs and gives when the caller's setting rules.
 
 Each setting runs twice: alone, and while another process (a Python busy loop, started here and stopped after)
@@ -64,11 +64,11 @@ WORKLOADS = {'dimfree': dimfree_fit, 'classifier': classifier_fit}
 
 def one(workload:str, setting:str, n:int, rounds:int) -> dict:
     "In this (fresh) process: one fit under `setting`; its seconds and results."
-    import deccal.checks
+    import deccal.runtime
     from threadpoolctl import threadpool_limits
     WORKLOADS[workload](min(n, 300), 1)                    # compile the Numba kernels outside the timing
     if setting == 'own': limit = None
-    else: deccal.checks.BLAS_THREADS, limit = None, int(setting[-1])
+    else: deccal.runtime.BLAS_THREADS, limit = None, int(setting[-1])
     t0 = time.perf_counter()
     with threadpool_limits(limit, 'blas'): out = WORKLOADS[workload](n, rounds)
     return dict(seconds=time.perf_counter() - t0, out=out)
@@ -120,7 +120,7 @@ def main():
             "|---|---|---|---|---|---|"]
     text = '\n'.join([
         "# Fit times under deccal's own BLAS limit and under the caller's settings", '',
-        machine_info(('checks.py', 'dimfree.py', 'estimators.py')), '',
+        machine_info(('runtime.py', 'dimfree.py', 'estimators.py')), '',
         f"Produced by `python bench/threads.py{' --quick' if a.quick else ''} --write`; see the script for the "
         "scenario. 'max abs difference': of the results (audit values per round; predict_proba) from the first row "
         "of the same workload.", '', *head, *rows, ''])

@@ -128,7 +128,7 @@ def _steps(cal, pred, clock):
     clock[(name, shapes)] (N_b: the rows of a block; clock['blocks'] their sizes); returns the FactoredEmbedding (compared
     with the library's by the caller)."""
     from deccal.embedding import FactoredEmbedding
-    from deccal.checks import row_blocks, blas_controller
+    from deccal.runtime import row_blocks, blas_controller
     from deccal.replay_rows import replay_rows as _replay_rows
 
     def tick(name, t0, shapes=''):
@@ -272,7 +272,7 @@ def main(argv=None):
         print(f"blocks of N_b = {prof['blocks']} rows; steps sum {tot:.2f} s; the library's transform {prof['plain_seconds']:.2f} s; same output: {prof['stepped_same']}")
 
     if a.m != M_NEW or not a.write: return
-    from deccal.checks import atomic_write
+    from deccal.runtime import atomic_write
     L = ['# Transform throughput of DimFreeDeCal (point forecasts)', '',
          machine_info(('dimfree.py', 'embedding.py', 'kernels.py', 'decisions.py')), '',
          f"Produced by `python bench/transform.py --write` ({total / 60:.1f} minutes). Scenario: x ~ N(0, I_3), predictions 0.8 x, outcomes "

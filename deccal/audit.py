@@ -7,11 +7,11 @@ from __future__ import annotations
 import math, time
 from dataclasses import dataclass, field
 import numpy as np
-from . import checks
+from . import runtime
 from statistics import NormalDist
 from .checks import (DeccalError, DeccalTypeError, check_array, check_bool, check_int, check_number,
-                           check_positive, check_radius, check_rows, check_seed, check_choice, Progress)
-from .checks import one_blas_thread, check_groups, check_memory, check_work, eigh_flops, rows_of
+                           check_positive, check_radius, check_rows, check_seed, check_choice, check_groups, rows_of)
+from .runtime import Progress, one_blas_thread, check_memory, check_work, eigh_flops
 from .kernels import Kernel
 from .losses import Loss
 from .embedding import Embedding
@@ -333,7 +333,7 @@ def check_holdout(holdout,        # the `holdout=` argument: a pair (pred_holdou
                    kernel:Kernel,  # the kernel its outcomes must suit
                    dim:int,        # the dimension of the sample's outcomes
                   ) -> tuple:      # (pred_holdout, Y_holdout), checked
-    "Check a held-out pair of predictions and outcomes against the sample it goes with."
+    "Check a held-out pair of predictions and outcomes against the sample it goes with (and the kernel's domain)."
     try: ph, Yh = holdout
     except (TypeError, ValueError):
         raise DeccalTypeError('holdout', "expected a pair (pred_holdout, Y_holdout)") from None
@@ -342,6 +342,7 @@ def check_holdout(holdout,        # the `holdout=` argument: a pair (pred_holdou
     if ph.dim != dim: raise DeccalError('holdout', f"predictions on R^{ph.dim} but the sample's are on R^{dim}")
     Yh = kernel.check(Yh, 'holdout outcomes'); check_rows(ph.n, Yh, 'holdout outcomes', 'holdout predictions')
     if Yh.shape[1] != dim: raise DeccalError('holdout', f"outcomes on R^{Yh.shape[1]} but the sample's are on R^{dim}")
+    ph.check_kernel(kernel)
     return ph, Yh
 
 # %% ../nbs/06_audit.ipynb #3186c8c2
@@ -519,9 +520,9 @@ def audit_best_response(
     Y = _check_outcomes(Y, pred, kernel)
     Pm = explicit_predictions(pred, kernel)
     need = 8.0 * A * (Pm.shape[1] + pred.n) * 4        # bytes of the search's (A, m) and (n, A) arrays, a few of each
-    if need > checks.MEMORY_BUDGET:
+    if need > runtime.MEMORY_BUDGET:
         raise DeccalError('n_actions', f"{A} actions on {pred.n} points in {Pm.shape[1]} dimensions need about "
-                          f"{need / 2**20:.0f} MiB, above MEMORY_BUDGET ({checks.MEMORY_BUDGET / 2**20:.0f} MiB)")
+                          f"{need / 2**20:.0f} MiB, above MEMORY_BUDGET ({runtime.MEMORY_BUDGET / 2**20:.0f} MiB)")
     E = kernel.features(Y) - Pm
     n = pred.n
     w = _check_signed_weights(weights, n)

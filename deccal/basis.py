@@ -6,7 +6,7 @@
 from __future__ import annotations
 import numpy as np
 import scipy.linalg
-from .checks import check_work, eigh_flops
+from .runtime import check_work, eigh_flops
 from .kernels import Kernel
 from .embedding import Embedding
 
@@ -80,17 +80,17 @@ class Basis:
     def m(self) -> int: return self.K.shape[0]
 
     def h(self, pred:Embedding) -> np.ndarray:
-        "<v_s, p0(x)> for each prediction: shape (N, m)."
+        "<v_s, p0(x)> for each prediction, checked against the kernel by the caller (`check_kernel`): shape (N, m)."
         parts = []
-        if len(self.Y): parts.append(pred.evaluate(self.kernel, self.Y))
-        if self.P.n: parts.append(pred.inner(self.kernel, self.P))
+        if len(self.Y): parts.append(pred.evaluate_unchecked(self.kernel, self.Y))
+        if self.P.n: parts.append(pred.inner_unchecked(self.kernel, self.P))
         return np.hstack(parts)
 
     def h_outcomes(self, Y) -> np.ndarray:
-        "<v_s, phi(y)> for each outcome: shape (N, m)."
+        "<v_s, phi(y)> for each outcome, checked by the caller (`kernel.check`): shape (N, m)."
         parts = []
-        if len(self.Y): parts.append(self.kernel.gram(Y, self.Y))
-        if self.P.n: parts.append(self.P.evaluate(self.kernel, Y).T)
+        if len(self.Y): parts.append(self.kernel.gram_unchecked(Y, self.Y))
+        if self.P.n: parts.append(self.P.evaluate_unchecked(self.kernel, Y).T)
         return np.hstack(parts)
 
     def expand(self, C) -> tuple:

@@ -15,9 +15,8 @@ from sklearn.model_selection import check_cv, cross_val_predict
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from .checks import DeccalError
-from .checks import check_array, check_number, patch
-from .checks import one_blas_thread
+from .checks import DeccalError, check_array, check_number
+from .runtime import patch, one_blas_thread
 from .kernels import Linear
 from .losses import Loss
 from .embedding import Embedding

@@ -8,7 +8,8 @@ import argparse, json, os, signal, sys, threading, time
 from pathlib import Path
 import numpy as np
 from . import kernels
-from .checks import DeccalError, DeccalTypeError, atomic_write, check_memory
+from .checks import DeccalError, DeccalTypeError
+from .runtime import atomic_write, check_memory
 from .embedding import Embedding
 from .losses import cobb_douglas_loss
 from .decisions import no_type_regret, gap_function

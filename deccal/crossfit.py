@@ -7,10 +7,9 @@ from __future__ import annotations
 import time
 import numpy as np
 import scipy.linalg, scipy.sparse
-from .checks import DeccalError, DeccalTypeError, NotFittedError
-from .checks import check_int, check_number, check_bool, check_seed, check_rows, check_sample_weight, patch
-from .checks import rows_of
-from .checks import one_blas_thread, check_groups
+from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_int, check_number, check_bool,
+                           check_seed, check_rows, check_sample_weight, rows_of, check_groups)
+from .runtime import patch, one_blas_thread
 from .embedding import Embedding, FactoredEmbedding
 from .rows import weighted_mean_se, backend_for
 from .params import Estimator

@@ -11,7 +11,8 @@ try:
     from dask import delayed
     from dask.sizeof import sizeof
 except ImportError: raise ImportError('deccal.dask needs dask: pip install "deccal[dask]"') from None
-from .checks import DeccalError, DeccalTypeError, check_array, check_groups, on_dask, weight_shift, rows_of
+from .checks import DeccalError, DeccalTypeError, check_array, check_groups, weight_shift, rows_of
+from .runtime import on_dask
 from .kernels import Kernel
 from .embedding import Embedding
 from .rows import Rows, LocalRows, split_rows, register_backend
@@ -45,7 +46,7 @@ class DaskEmbedding:
     """Predictions whose arrays (Z, W, theta, gamma of an `Embedding`) are Dask arrays chunked by rows; the shared
     atoms V stay in memory."""
 
-    on_dask = True  # how deccal's functions recognize it without importing Dask (deccal.checks.on_dask)
+    on_dask = True  # how deccal's functions recognize it without importing Dask (deccal.runtime.on_dask)
 
     def __init__(
         self,

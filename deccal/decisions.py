@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import numba as nb
 from .exponential import exp_block
-from .checks import check_array, check_positive, check_rows, DeccalError, DeccalTypeError
-from .checks import check_sample_weight, row_blocks
+from .checks import check_array, check_positive, check_rows, DeccalError, DeccalTypeError, check_sample_weight
+from .runtime import row_blocks
 from .losses import Loss
 from .embedding import Embedding
 

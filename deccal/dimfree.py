@@ -7,9 +7,9 @@ from __future__ import annotations
 import copy, time
 import numpy as np
 from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positive, check_number, check_int,
-                           check_seed, check_bool, check_choice, check_rows, check_sample_weight, row_blocks,
-                           check_radius, check_groups, patch)
-from .checks import one_blas_thread, blas_controller, rows_of, check_memory
+                           check_seed, check_bool, check_choice, check_rows, check_sample_weight, check_radius,
+                           check_groups, rows_of)
+from .runtime import row_blocks, patch, one_blas_thread, blas_controller, check_memory
 from .kernels import Kernel, MinKernel
 from .groups import Groups
 from .embedding import Embedding, FactoredEmbedding
@@ -247,12 +247,13 @@ def fit(self:DimFreeDeCal,
         elsewhere(self, params, pred, Y, holdout, sample_weight, t0, groups)
         self.groups_ = definition
         return self
+    # the data in memory, checked once here: the inner steps take them as they are
     if not isinstance(pred, Embedding): raise DeccalTypeError('pred', f"expected an Embedding, got {pred!r}")
-    kern = params['kernel']
-    Y = kern.check(Y, 'Y'); check_rows(pred.n, Y, 'Y', 'pred')
+    kern, A = params['kernel'], params['n_actions']
+    n = pred.n
+    Y = kern.check(Y, 'Y'); check_rows(n, Y, 'Y', 'pred')
     if Y.shape[1] != pred.dim: raise DeccalError('Y', f"outcomes on R^{Y.shape[1]} but predictions on R^{pred.dim}")
     pred.check_kernel(kern)
-    n = pred.n
     groups = None if groups is None else check_groups(groups, n, 'pred')
     hold_g = None                                      # the held-out rows' memberships
     if holdout is not None and groups is not None:
@@ -260,16 +261,17 @@ def fit(self:DimFreeDeCal,
             raise DeccalError('holdout', "with groups, give (pred_holdout, Y_holdout, groups_holdout); with a Groups "
                               "definition the third is the held-out rows' features")
         holdout, hold_g = holdout[:2], holdout[2]
-    if holdout is not None: holdout = check_holdout(holdout, kern, pred.dim)
-    A = params['n_actions']                            # the search's (rows, actions) arrays, before any is made
-    check_memory(round_bytes(max(n, 0 if holdout is None else holdout[0].n), A), 'n_actions',
-                 f"{A:,} actions on {n:,} rows")
+    if holdout is not None: holdout = check_holdout(holdout, kern, Y.shape[1])
     if hold_g is not None: hold_g = check_groups(hold_g, holdout[0].n, 'holdout', groups.shape[1], 'holdout groups')
     weights = None if sample_weight is None else check_sample_weight(sample_weight, n, 'pred')   # None: equal
+    # what the rounds need, planned before any of them runs: a round's memory, the validation split, R2
+    need = round_bytes(max(n, 0 if holdout is None else holdout[0].n), A)   # the search's (rows, actions) arrays
+    check_memory(need, 'n_actions', f"{A:,} actions on {n:,} rows")
+    split = validation_split(params, n, weights) if params['early_stopping'] and holdout is None else None
+    R2 = radius(params, kern.diag(Y).max(), pred.sq_norms_unchecked(kern).max())
     held_w = None                                      # the held-out part's weights (None: equal)
-    R2 = radius(params, kern.diag(Y).max(), pred.sq_norms(kern).max())
-    if params['early_stopping'] and holdout is None:   # set a validation part aside: the patches never see it
-        held, fitted, held_w, weights = validation_split(params, n, weights)
+    if split is not None:                              # set a validation part aside: the patches never see it
+        held, fitted, held_w, weights = split
         holdout = (pred[held], Y[held])
         pred, Y, n = pred[fitted], Y[fitted], len(fitted)
         if groups is not None: hold_g, groups = groups[held], groups[fitted]

@@ -7,8 +7,9 @@ from __future__ import annotations
 import math, warnings
 import numpy as np
 import numba as nb
-from .checks import (check_array, check_int, check_number, check_choice, random_generator, patch, row_blocks,
-                           tiles, DeccalError, DeccalTypeError)
+from .checks import (check_array, check_int, check_number, check_choice, random_generator, DeccalError,
+                           DeccalTypeError)
+from .runtime import patch, row_blocks, tiles
 from .kernels import Kernel, MinKernel, min_functions_table, add_min_functions
 from .embedding import Embedding, FactoredEmbedding
 

@@ -5,9 +5,9 @@
 # %% ../nbs/03_embedding.ipynb #be192593
 from __future__ import annotations
 import numpy as np
-from . import checks
-from .checks import (check_array, as_points, check_rows, check_number, check_positive, patch, row_blocks,
-                           tiles, DeccalError, DeccalTypeError)
+from . import runtime
+from .checks import check_array, as_points, check_rows, check_number, check_positive, DeccalError, DeccalTypeError
+from .runtime import patch, row_blocks, tiles
 from .kernels import Kernel, MinKernel, min_functions_table, add_min_functions, min_functions_rows
 from .losses import Loss
 
@@ -139,24 +139,22 @@ def check_kernel(self:Embedding, kernel:Kernel):
 MIN_TABLE_ENTRIES = 2**22   # min kernel: numbers in one table (32 MB) `evaluate` and `inner` read, not kernel blocks
 
 @patch
-def evaluate(self:Embedding, kernel:Kernel,
-              U,   # (m, d) points
-             ) -> np.ndarray:
-    "p(x_i)(u_j) = <p(x_i), phi(u_j)>: shape (n, m)."
-    self.check_kernel(kernel)
-    U = kernel.check(U, 'U')
+def evaluate_unchecked(self:Embedding, kernel:Kernel,
+                       U,   # (m, d) points, checked (`kernel.check`)
+                      ) -> np.ndarray:
+    "`evaluate` of predictions and points the caller has checked against the kernel (`check_kernel`, `kernel.check`)."
     n, B, d = self.Z.shape
     M, mU = self.V.shape[0], len(U)
     if isinstance(kernel, MinKernel) and B and not M and 0 < mU * mU <= MIN_TABLE_ENTRIES and mU <= n * B:
         # p(u) as the functions phi(u): tables, no block (their O(m^2) build pays off when the atoms outnumber U)
-        return self.evaluate_functions(kernel, U, np.eye(mU))
+        return self.evaluate_functions_unchecked(kernel, U, np.eye(mU))
     out = None
     if M:
         cols = row_blocks(mU, 8.0 * M)                  # columns of the (M, m) kernel block of the shared atoms
-        if len(cols) == 1: out = self.theta @ kernel.gram(self.V, U)
+        if len(cols) == 1: out = self.theta @ kernel.gram_unchecked(self.V, U)
         else:
             out = np.empty((n, mU))
-            for j0, j1 in cols: out[:, j0:j1] = self.theta @ kernel.gram(self.V, U[j0:j1])
+            for j0, j1 in cols: out[:, j0:j1] = self.theta @ kernel.gram_unchecked(self.V, U[j0:j1])
     if B:
         # the own atoms' part is written into the kernel block itself: no zero-filled (n, m) array and no
         # temporaries of that size, whose first touch (page faults) costs more than the kernel evaluations
@@ -166,7 +164,7 @@ def evaluate(self:Embedding, kernel:Kernel,
         for j0, j1 in cols:
             Uj = U[j0:j1]
             for i0, i1 in rows:
-                K = kernel.gram(self.Z[i0:i1].reshape(-1, d), Uj)
+                K = kernel.gram_unchecked(self.Z[i0:i1].reshape(-1, d), Uj)
                 if B == 1: K *= gw[i0:i1]; own = K
                 else: own = np.einsum('ib,ibm->im', gw[i0:i1], K.reshape(i1 - i0, B, -1))
                 if out is None: out = own                                   # one tile, no shared atoms
@@ -175,7 +173,37 @@ def evaluate(self:Embedding, kernel:Kernel,
                 del K, own              # before the next tile's block is allocated
     return out
 
+# %% ../nbs/03_embedding.ipynb #0e68b4a6
+@patch
+def evaluate(self:Embedding, kernel:Kernel,
+              U,   # (m, d) points
+             ) -> np.ndarray:
+    "p(x_i)(u_j) = <p(x_i), phi(u_j)>: shape (n, m)."
+    self.check_kernel(kernel)
+    return self.evaluate_unchecked(kernel, kernel.check(U, 'U'))
+
 # %% ../nbs/03_embedding.ipynb #344961b3
+@patch
+def evaluate_paired_unchecked(self:Embedding, kernel:Kernel,
+                              Y,   # (n, d) one point per prediction, checked (`kernel.check`)
+                             ) -> np.ndarray:
+    "`evaluate_paired` of predictions and points the caller has checked against the kernel."
+    n, B, d = self.Z.shape
+    out = np.zeros(n)
+    if self.V.shape[0]:
+        rows, cols = tiles(n, self.V.shape[0], 8.0)
+        for k0, k1 in cols:
+            for i0, i1 in rows:
+                out[i0:i1] += np.einsum('im,im->i', self.theta[i0:i1, k0:k1],
+                                        kernel.gram_unchecked(Y[i0:i1], self.V[k0:k1]))
+    if B:
+        for i0, i1 in row_blocks(n, 8.0 * B * (d + 1)):
+            K = kernel.paired_unchecked(self.Z[i0:i1].reshape(-1, d), np.repeat(Y[i0:i1], B, axis=0))
+            K = K.reshape(i1 - i0, B)
+            out[i0:i1] += self.gamma[i0:i1] * np.einsum('ib,ib->i', self.W[i0:i1], K)
+    return out
+
+# %% ../nbs/03_embedding.ipynb #ba2472e8
 @patch
 def evaluate_paired(self:Embedding, kernel:Kernel,
                      Y,   # (n, d) one point per prediction
@@ -183,29 +211,14 @@ def evaluate_paired(self:Embedding, kernel:Kernel,
     "p(x_i)(y_i) = <p(x_i), phi(y_i)>: shape (n,)."
     self.check_kernel(kernel)
     Y = kernel.check(Y, 'Y'); check_rows(self.n, Y, 'Y', 'pred')
-    n, B, d = self.Z.shape
-    out = np.zeros(n)
-    if self.V.shape[0]:
-        rows, cols = tiles(n, self.V.shape[0], 8.0)
-        for k0, k1 in cols:
-            for i0, i1 in rows:
-                out[i0:i1] += np.einsum('im,im->i', self.theta[i0:i1, k0:k1], kernel.gram(Y[i0:i1], self.V[k0:k1]))
-    if B:
-        for i0, i1 in row_blocks(n, 8.0 * B * (d + 1)):
-            K = kernel.paired(self.Z[i0:i1].reshape(-1, d), np.repeat(Y[i0:i1], B, axis=0)).reshape(i1 - i0, B)
-            out[i0:i1] += self.gamma[i0:i1] * np.einsum('ib,ib->i', self.W[i0:i1], K)
-    return out
+    return self.evaluate_paired_unchecked(kernel, Y)
 
 # %% ../nbs/03_embedding.ipynb #dedf6fc1
 @patch
-def inner(self:Embedding, kernel:Kernel,
-           other:Embedding=None,  # another set of predictions (default: self)
-          ) -> np.ndarray:
-    "<p(x_i), q(x'_j)>: shape (n, n_other)."
-    q = self if other is None else other
-    if not isinstance(q, Embedding): raise DeccalTypeError('other', f"expected an Embedding, got {other!r}")
-    if q.dim != self.dim: raise DeccalError('other', f"predictions on R^{q.dim}, these are on R^{self.dim}")
-    self.check_kernel(kernel); q.check_kernel(kernel)
+def inner_unchecked(self:Embedding, kernel:Kernel,
+                    q:Embedding,  # other predictions on the same R^d (or self), checked against the kernel too
+                   ) -> np.ndarray:
+    "`inner` of predictions the caller has checked against the kernel (`check_kernel`)."
     n, B, d = self.Z.shape
     qB, qM = q.Z.shape[1], q.V.shape[0]
     r = int(np.sqrt(MIN_TABLE_ENTRIES / max(qB, 1)))        # q's rows per table: r (r qB + qM) entries at most
@@ -219,9 +232,10 @@ def inner(self:Embedding, kernel:Kernel,
             F[np.repeat(np.arange(qj.n), qB), np.arange(qj.n * qB)] = (qj.gamma[:, None] * qj.W).ravel()
             if qM: F[:, qj.n * qB:] = qj.theta
             U = np.concatenate([qj.Z[:, :, 0].ravel(), q.V[:, 0]])[:, None]
-            out[:, j0:j0 + qj.n] = self.evaluate_functions(kernel, U, F)
+            out[:, j0:j0 + qj.n] = self.evaluate_functions_unchecked(kernel, U, F)
         return out
-    out = self.theta @ q.evaluate(kernel, self.V).T if self.V.shape[0] else None   # else B > 0: a prediction has atoms
+    # the shared atoms' part; without shared atoms B > 0 (a prediction has atoms)
+    out = self.theta @ q.evaluate_unchecked(kernel, self.V).T if self.V.shape[0] else None
     if B:
         # own atoms of p against q: K(z_ib, z'_jc) weighted on both sides, plus q's shared atoms through theta';
         # computed tile by tile, each written in the layout of the output (no transposes)
@@ -234,7 +248,7 @@ def inner(self:Embedding, kernel:Kernel,
             for j0, j1 in cols:
                 qZ, qg = q.Z[j0:j1].reshape(-1, d), qgw[j0:j1]
                 for i0, i1 in rows:
-                    G, m = kernel.gram(self.Z[i0:i1].reshape(-1, d), qZ), i1 - i0
+                    G, m = kernel.gram_unchecked(self.Z[i0:i1].reshape(-1, d), qZ), i1 - i0
                     if B == 1 and qB == 1: G *= gw[i0:i1]; G *= qg[:, 0]; part = G
                     else:   # weights of p's atoms by a batched product (no copy of G), then q's
                         H = np.matmul(gw[i0:i1, None, :], G.reshape(m, B, -1)).reshape(m, j1 - j0, qB)
@@ -250,22 +264,31 @@ def inner(self:Embedding, kernel:Kernel,
                 Zi, m = self.Z[i0:i1].reshape(-1, d), i1 - i0
                 T = np.empty((m, qM))
                 for k0, k1 in cols:
-                    T[:, k0:k1] = np.einsum('ib,ibm->im', gw[i0:i1], kernel.gram(Zi, q.V[k0:k1]).reshape(m, B, -1))
+                    T[:, k0:k1] = np.einsum('ib,ibm->im', gw[i0:i1],
+                                            kernel.gram_unchecked(Zi, q.V[k0:k1]).reshape(m, B, -1))
                 if filled: out[i0:i1] += T @ q.theta.T
                 else: np.matmul(T, q.theta.T, out=out[i0:i1])
     return out
 
+# %% ../nbs/03_embedding.ipynb #f7065caa
+@patch
+def inner(self:Embedding, kernel:Kernel,
+           other:Embedding=None,  # another set of predictions (default: self)
+          ) -> np.ndarray:
+    "<p(x_i), q(x'_j)>: shape (n, n_other)."
+    q = self if other is None else other
+    if not isinstance(q, Embedding): raise DeccalTypeError('other', f"expected an Embedding, got {other!r}")
+    if q.dim != self.dim: raise DeccalError('other', f"predictions on R^{q.dim}, these are on R^{self.dim}")
+    self.check_kernel(kernel); q.check_kernel(kernel)
+    return self.inner_unchecked(kernel, q)
+
 # %% ../nbs/03_embedding.ipynb #723945a8
 @patch
-def evaluate_functions(self:Embedding, kernel:Kernel,
-                       U,   # (M, d) points of the functions
-                       F,   # (k, M) their weights: f_t = sum_u F[t, u] phi(U_u)
-                      ) -> np.ndarray: # (n, k): <f_t, p(x_i)>
-    "<f_t, p(x_i)> for k functions of the RKHS given on points U: by tables for the min kernel, else kernel blocks."
-    self.check_kernel(kernel)
-    U = kernel.check(U, 'U')
-    F = check_array(F, 'F', ndim=2, nonempty=False)
-    if F.shape[1] != len(U): raise DeccalError('F', f"shape {F.shape}, expected {len(U)} columns (one per point)")
+def evaluate_functions_unchecked(self:Embedding, kernel:Kernel,
+                                 U,   # (M, d) points of the functions, checked (`kernel.check`)
+                                 F,   # (k, M) their weights, checked (finite, one column per point)
+                                ) -> np.ndarray: # (n, k): <f_t, p(x_i)>
+    "`evaluate_functions` of predictions, points and weights the caller has checked."
     n, B, d = self.Z.shape
     out = np.zeros((n, F.shape[0]))
     if not F.shape[0] or not len(U): return out
@@ -280,8 +303,21 @@ def evaluate_functions(self:Embedding, kernel:Kernel,
                 out[:, t] += self.theta @ fv[0]
         return out
     for j0, j1 in row_blocks(len(U), 8.0 * (n + F.shape[0])):     # kernel blocks of the atoms against U
-        out += self.evaluate(kernel, U[j0:j1]) @ F[:, j0:j1].T
+        out += self.evaluate_unchecked(kernel, U[j0:j1]) @ F[:, j0:j1].T
     return out
+
+# %% ../nbs/03_embedding.ipynb #fceb905d
+@patch
+def evaluate_functions(self:Embedding, kernel:Kernel,
+                       U,   # (M, d) points of the functions
+                       F,   # (k, M) their weights: f_t = sum_u F[t, u] phi(U_u)
+                      ) -> np.ndarray: # (n, k): <f_t, p(x_i)>
+    "<f_t, p(x_i)> for k functions of the RKHS given on points U: by tables for the min kernel, else kernel blocks."
+    self.check_kernel(kernel)
+    U = kernel.check(U, 'U')
+    F = check_array(F, 'F', ndim=2, nonempty=False)
+    if F.shape[1] != len(U): raise DeccalError('F', f"shape {F.shape}, expected {len(U)} columns (one per point)")
+    return self.evaluate_functions_unchecked(kernel, U, F)
 
 # %% ../nbs/03_embedding.ipynb #e9afb866
 def min_sq_norms(Z,  # (n, B) atoms in [0, 1]
@@ -295,29 +331,28 @@ def min_sq_norms(Z,  # (n, B) atoms in [0, 1]
 
 # %% ../nbs/03_embedding.ipynb #73ca46c6
 @patch
-def sq_norms(self:Embedding, kernel:Kernel) -> np.ndarray:
-    "||p(x_i)||^2 in the RKHS: shape (n,)."
-    self.check_kernel(kernel)
+def sq_norms_unchecked(self:Embedding, kernel:Kernel) -> np.ndarray:
+    "`sq_norms` of predictions the caller has checked against the kernel (`check_kernel`)."
     n, B, d = self.Z.shape
     out = np.zeros(n)
     if self.V.shape[0]:
-        KV = kernel.gram(self.V)
+        KV = kernel.gram_unchecked(self.V)
         out += ((self.theta @ KV) * self.theta).sum(1)   # one BLAS product: O(n M^2 / cores), not a triple loop
     M = self.V.shape[0]
     per_row = 8.0 * B * (B * (2 * d + 1) + M)
     if isinstance(kernel, MinKernel) and B and not M:       # sorted atoms: O(B log B) a row, no B x B block
         out += min_sq_norms(self.Z[:, :, 0], self.gamma[:, None] * self.W)
-    elif B and per_row <= checks.MEMORY_BUDGET:
+    elif B and per_row <= runtime.MEMORY_BUDGET:
         # blocks of predictions: the B x B kernel values of each, as pairs, and their B x M against V
         for i0, i1 in row_blocks(n, per_row):
             Zb, m = self.Z[i0:i1], i1 - i0
-            Kzz = kernel.paired(np.repeat(Zb, B, axis=1).reshape(-1, d),
+            Kzz = kernel.paired_unchecked(np.repeat(Zb, B, axis=1).reshape(-1, d),
                                 np.tile(Zb, (1, B, 1)).reshape(-1, d)).reshape(m, B, B)
             g, Wb = self.gamma[i0:i1], self.W[i0:i1]
             out[i0:i1] += g**2 * np.einsum('ib,ibc,ic->i', Wb, Kzz, Wb)
             del Kzz
             if M:
-                Kzv = kernel.gram(Zb.reshape(-1, d), self.V).reshape(m, B, -1)
+                Kzv = kernel.gram_unchecked(Zb.reshape(-1, d), self.V).reshape(m, B, -1)
                 out[i0:i1] += 2 * g * np.einsum('ib,ibm,im->i', Wb, Kzv, self.theta[i0:i1])
     elif B:
         # one prediction alone exceeds the budget: its B x B Gram matrix (and B x M) in tiles
@@ -326,14 +361,22 @@ def sq_norms(self:Embedding, kernel:Kernel) -> np.ndarray:
         for i in range(n):
             Zi, wi, s = self.Z[i], self.W[i], 0.0
             for c0, c1 in cols:
-                for r0, r1 in rows: s += wi[r0:r1] @ kernel.gram(Zi[r0:r1], Zi[c0:c1]) @ wi[c0:c1]
+                for r0, r1 in rows: s += wi[r0:r1] @ kernel.gram_unchecked(Zi[r0:r1], Zi[c0:c1]) @ wi[c0:c1]
             out[i] += self.gamma[i]**2 * s
             if M:
                 s = 0.0
                 for c0, c1 in vcols:
-                    for r0, r1 in vrows: s += wi[r0:r1] @ kernel.gram(Zi[r0:r1], self.V[c0:c1]) @ self.theta[i, c0:c1]
+                    for r0, r1 in vrows:
+                        s += wi[r0:r1] @ kernel.gram_unchecked(Zi[r0:r1], self.V[c0:c1]) @ self.theta[i, c0:c1]
                 out[i] += 2 * self.gamma[i] * s
     return out
+
+# %% ../nbs/03_embedding.ipynb #f957a498
+@patch
+def sq_norms(self:Embedding, kernel:Kernel) -> np.ndarray:
+    "||p(x_i)||^2 in the RKHS: shape (n,)."
+    self.check_kernel(kernel)
+    return self.sq_norms_unchecked(kernel)
 
 # %% ../nbs/03_embedding.ipynb #b4499116
 @patch
@@ -456,36 +499,34 @@ class FactoredEmbedding(Embedding):
         if len(self.U): out += self.coef @ (self.F @ loss.value(self.U))
         return out * self.s[:, None]
 
-    def evaluate(self, kernel:Kernel,
-                 U,   # (m, d) points
-                ) -> np.ndarray:
-        "p(x_i)(u_j): shape (n, m)."
-        out = self.base.evaluate(kernel, U)
+    def evaluate_unchecked(self, kernel:Kernel,
+                           U,   # (m, d) points, checked (`kernel.check`)
+                          ) -> np.ndarray:
+        "p(x_i)(u_j): shape (n, m), of points checked by the caller (`Embedding.evaluate` checks, then calls it)."
+        out = self.base.evaluate_unchecked(kernel, U)
         if len(self.U):
-            U = kernel.check(U, 'U')
             for j0, j1 in row_blocks(len(U), 8.0 * (len(self.U) + self.F.shape[0] + self.n)):
-                out[:, j0:j1] += self.coef @ (self.F @ kernel.gram(self.U, U[j0:j1]))
+                out[:, j0:j1] += self.coef @ (self.F @ kernel.gram_unchecked(self.U, U[j0:j1]))
         return out * self.s[:, None]
 
-    def evaluate_paired(self, kernel:Kernel,
-                        Y,   # (n, d) one point per prediction
-                       ) -> np.ndarray:
-        "p(x_i)(y_i): shape (n,)."
-        out = self.base.evaluate_paired(kernel, Y)
+    def evaluate_paired_unchecked(self, kernel:Kernel,
+                                  Y,   # (n, d) one point per prediction, checked (`kernel.check`)
+                                 ) -> np.ndarray:
+        "p(x_i)(y_i): shape (n,), of points checked by the caller (`Embedding.evaluate_paired` checks them)."
+        out = self.base.evaluate_paired_unchecked(kernel, Y)
         if len(self.U):
-            Y = kernel.check(Y, 'Y')
             for i0, i1 in row_blocks(self.n, 8.0 * (len(self.U) + self.F.shape[0])):
-                out[i0:i1] += np.einsum('ik,ik->i', self.coef[i0:i1], kernel.gram(Y[i0:i1], self.U) @ self.F.T)
+                out[i0:i1] += np.einsum('ik,ik->i', self.coef[i0:i1],
+                                        kernel.gram_unchecked(Y[i0:i1], self.U) @ self.F.T)
         return out * self.s
 
-    def sq_norms(self, kernel:Kernel) -> np.ndarray:
-        "||p(x_i)||^2: ||p0||^2 + 2 coef . <f, p0> + coef^T <f, f> coef, times s^2."
-        out = self.base.sq_norms(kernel)
+    def sq_norms_unchecked(self, kernel:Kernel) -> np.ndarray:
+        "||p(x_i)||^2: ||p0||^2 + 2 coef . <f, p0> + coef^T <f, f> coef, times s^2 (`Embedding.sq_norms` checks)."
+        out = self.base.sq_norms_unchecked(kernel)
         if len(self.U):
-            G = self.F @ kernel.gram(self.U) @ self.F.T
+            G = self.F @ kernel.gram_unchecked(self.U) @ self.F.T
             for i0, i1 in row_blocks(self.n, 8.0 * (len(self.U) + 2 * self.F.shape[0])):
-                c = self.coef[i0:i1]
-                out[i0:i1] += (2 * np.einsum('ik,ik->i', c, self.base[i0:i1].evaluate(kernel, self.U) @ self.F.T)
-                               + np.einsum('ik,ik->i', c @ G, c))
+                c, h = self.coef[i0:i1], self.base[i0:i1].evaluate_unchecked(kernel, self.U)
+                out[i0:i1] += 2 * np.einsum('ik,ik->i', c, h @ self.F.T) + np.einsum('ik,ik->i', c @ G, c)
         return out * self.s**2
 

@@ -17,10 +17,8 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import validate_data, has_fit_parameter, check_is_fitted
-from .checks import DeccalError, NotFittedError
-from .checks import check_sample_weight, check_int, patch
-from .checks import check_memory
-from .checks import one_blas_thread, check_label_kinds
+from .checks import DeccalError, NotFittedError, check_sample_weight, check_int, check_label_kinds
+from .runtime import patch, check_memory, one_blas_thread
 from .kernels import Kernel
 from .embedding import Embedding
 from .first_stage import FIRST_STAGES

@@ -6,8 +6,8 @@
 from __future__ import annotations
 import numbers
 import numpy as np
-from .checks import (DeccalError, DeccalTypeError, MEMORY_BUDGET, check_array, check_int, check_memory,
-                           check_number, check_sample_weight, patch)
+from .checks import DeccalError, DeccalTypeError, check_array, check_int, check_number, check_sample_weight
+from .runtime import MEMORY_BUDGET, check_memory, patch
 
 # %% auto #0
 __all__ = ['OPS', 'is_missing', 'missing_mask', 'FeatureTable', 'column_kind', 'as_level', 'encode_levels', 'format_value',

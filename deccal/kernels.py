@@ -10,8 +10,8 @@ import numpy as np
 import numba as nb
 from numba import types
 from numba.extending import intrinsic
-from .checks import (as_points, check_positive, check_array, check_int, check_number, row_blocks,
-                           DeccalError, DeccalTypeError)
+from .checks import as_points, check_positive, check_array, check_int, check_number, DeccalError, DeccalTypeError
+from .runtime import row_blocks
 # the min kernel's functions read from tables live in deccal.min_functions; deccal.kernels stays their public path
 from .min_functions import (min_functions_table, count_at_most, add_min_functions,  # noqa: F401
                                   min_functions_rows)
@@ -332,6 +332,14 @@ class Kernel:
         "The Gram matrix K(A[i], B[j]), shape (len(A), len(B)); `B=None` means B = A."
         same = B is None
         A, B = self._pair(A, B, 'A', 'B')
+        return self.gram_unchecked(A, None if same else B)
+
+    def gram_unchecked(self,
+                       A,        # (n, d) points, checked (`check`)
+                       B=None,   # (M, d) points, checked, of A's dimension; None means B = A
+                      ) -> np.ndarray:
+        "`gram` of points the caller has checked: inner paths check their points once, at their public entry."
+        same, B = B is None, A if B is None else B
         if self._kind in (_LINEAR, _POLY, _EXPINNER) or (self._kind == _RBF and A.shape[1] > _DIRECT_MAX_D):
             return _blas_gram(self._kind, *self._p, A, B, same)
         out = np.empty((A.shape[0], B.shape[0]))
@@ -345,6 +353,10 @@ class Kernel:
         "K(A[i], B[i]) for each row i, shape (n,)."
         A, B = self._pair(A, B, 'A', 'B')
         if A.shape[0] != B.shape[0]: raise DeccalError('B', f"has {B.shape[0]} rows but A has {A.shape[0]}")
+        return self.paired_unchecked(A, B)
+
+    def paired_unchecked(self, A, B) -> np.ndarray:  # A, B: (n, d) points, checked (`check`), as many rows
+        "`paired` of points the caller has checked."
         out = np.empty(A.shape[0])
         _paired_kernel(self._kind, *self._p, A, B, out)
         return out
@@ -484,29 +496,30 @@ class FeatureMap(Kernel):
                  name:str='Y',  # the argument's name, for errors
                 ) -> np.ndarray:
         "phi(Y), checked: shape (n, m), finite."
-        Y = self.check(Y, name)
+        return self.features_unchecked(self.check(Y, name), name)
+
+    def features_unchecked(self, Y, name:str='Y') -> np.ndarray:  # Y: (n, d) points, checked (`check`)
+        "phi(Y) of points the caller has checked; phi's output is checked (shape (n, m), finite)."
         F = check_array(self.phi(Y), f"phi({name})", ndim=2)
         if F.shape[0] != Y.shape[0]: raise DeccalError('phi', f"returned {F.shape[0]} rows for {Y.shape[0]} points")
         return F
 
     def _blocks(self, n, m): return row_blocks(n, 8.0 * max(m, 1))
 
-    def gram(self, A, B=None) -> np.ndarray:
-        "The Gram matrix <phi(A[i]), phi(B[j])>, computed in blocks of features under the memory budget."
-        A, B = self._pair(A, B, 'A', 'B')
-        m = self.features(A[:1], 'A').shape[1]
+    def gram_unchecked(self, A, B=None) -> np.ndarray:
+        "<phi(A[i]), phi(B[j])> of checked points, computed in blocks of features under the memory budget."
+        B = A if B is None else B
+        m = self.features_unchecked(A[:1], 'A').shape[1]
         out = np.empty((A.shape[0], B.shape[0]))
         for j0, j1 in self._blocks(B.shape[0], m):
-            FB = self.features(B[j0:j1], 'B')
+            FB = self.features_unchecked(B[j0:j1], 'B')
             for i0, i1 in self._blocks(A.shape[0], m):
-                np.matmul(self.features(A[i0:i1], 'A'), FB.T, out=out[i0:i1, j0:j1])
+                np.matmul(self.features_unchecked(A[i0:i1], 'A'), FB.T, out=out[i0:i1, j0:j1])
         return out
 
-    def paired(self, A, B) -> np.ndarray:
-        "<phi(A[i]), phi(B[i])> for each row i, shape (n,)."
-        A, B = self._pair(A, B, 'A', 'B')
-        if A.shape[0] != B.shape[0]: raise DeccalError('B', f"has {B.shape[0]} rows but A has {A.shape[0]}")
-        return np.einsum('ij,ij->i', self.features(A, 'A'), self.features(B, 'B'))
+    def paired_unchecked(self, A, B) -> np.ndarray:
+        "<phi(A[i]), phi(B[i])> for each row i of checked points, shape (n,)."
+        return np.einsum('ij,ij->i', self.features_unchecked(A, 'A'), self.features_unchecked(B, 'B'))
 
     def diag(self, A) -> np.ndarray:
         "||phi(A[i])||^2 for each row i, shape (n,)."

@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import warnings
 import scipy.linalg
-from .checks import (check_array, check_positive, check_number, check_bool, check_seed,
-                           tiles, DeccalError, DeccalTypeError, patch)
+from .checks import (check_array, check_positive, check_number, check_bool, check_seed, DeccalError,
+                           DeccalTypeError)
+from .runtime import tiles, patch
 from .kernels import Kernel, Linear, MinKernel, ExpInner, min_functions_table, min_functions_rows
 
 # %% auto #0

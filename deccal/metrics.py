@@ -5,11 +5,10 @@
 # %% ../nbs/86_metrics.ipynb #8277cdf7
 from __future__ import annotations
 import numpy as np
-from .checks import DeccalError, DeccalTypeError, check_array, check_rows, check_sample_weight, row_blocks, patch
-from .checks import check_groups
-from .checks import check_int, check_positive, check_choice, check_label_kinds, random_generator
-from .checks import one_blas_thread
-from . import checks
+from .checks import (DeccalError, DeccalTypeError, check_array, check_rows, check_sample_weight, check_groups,
+                           check_int, check_positive, check_choice, check_label_kinds, random_generator)
+from .runtime import row_blocks, patch, one_blas_thread
+from . import runtime
 from .losses import Loss, linear_loss
 from .embedding import Embedding
 from .decisions import cost_stack, cost_matrix_gaps, cost_gap_rows
@@ -56,9 +55,9 @@ def _check_costs(costs, C:int, n_costs, n_actions, random_state) -> np.ndarray:
     "Cost matrices as a (K, A, C) stack: the given ones, or n_costs random ones with n_actions rows, uniform on [0, 1]."
     if costs is None:
         K, A = check_int(n_costs, 'n_costs', 1), check_int(n_actions, 'n_actions', 1)
-        if 8.0 * K * A * C > checks.MEMORY_BUDGET:
+        if 8.0 * K * A * C > runtime.MEMORY_BUDGET:
             raise DeccalError('n_costs', f"{K} cost matrices of {A} x {C} exceed the memory budget "
-                                         f"({checks.MEMORY_BUDGET / 2**20:.0f} MiB)")
+                                         f"({runtime.MEMORY_BUDGET / 2**20:.0f} MiB)")
         return random_generator(random_state).uniform(0, 1, (K, A, C))
     return cost_stack(costs, C)
 

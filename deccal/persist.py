@@ -7,7 +7,8 @@ from __future__ import annotations
 import ast, hashlib, json, os, zipfile, zlib
 from pathlib import Path
 import numpy as np
-from .checks import DeccalError, DeccalTypeError, check_output_path, atomic_write, patch
+from .checks import DeccalError, DeccalTypeError
+from .runtime import check_output_path, atomic_write, patch
 from .kernels import kernel_spec, make_kernel
 from .embedding import Embedding
 from .groups import Groups

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 from .losses import Loss
 from .embedding import Embedding
-from .checks import check_int, DeccalError, patch
+from .checks import check_int, DeccalError
+from .runtime import patch
 from .decisions import decision_rule, check_pair
 
 # %% auto #0

@@ -13,10 +13,8 @@ from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from .checks import DeccalError, DeccalTypeError
-from .checks import as_points, check_number, row_blocks, patch
-from .checks import rows_of
-from .checks import one_blas_thread
+from .checks import DeccalError, DeccalTypeError, as_points, check_number, rows_of
+from .runtime import row_blocks, patch, one_blas_thread
 from .kernels import Kernel, MinKernel, KERNELS
 from .losses import Loss, PiecewiseLinearLoss
 from .embedding import Embedding

@@ -7,9 +7,7 @@ from __future__ import annotations
 import inspect, warnings
 import numpy as np
 import scipy.sparse, scipy.stats
-from .checks import DeccalError, DeccalTypeError
-from .checks import as_points
-from .checks import check_bandwidth
+from .checks import DeccalError, DeccalTypeError, as_points, check_bandwidth
 from .kernels import Kernel, RBF, MinKernel, make_kernel
 from .losses import Loss, OutcomeScale, PiecewiseLinearLoss, fit_loss
 from .distributions import AtomDistribution

@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 import numba as nb
 import numpy as np
-from .checks import DeccalError, row_blocks, rows_of
+from .checks import DeccalError, rows_of
+from .runtime import row_blocks
 from .kernels import Kernel
 from .embedding import Embedding
 from .audit import explicit_predictions

@@ -6,7 +6,8 @@
 from __future__ import annotations
 import time
 import numpy as np
-from .checks import DeccalError, Progress, check_work, check_memory
+from .checks import DeccalError
+from .runtime import Progress, check_work, check_memory
 from .basis import make_basis, whiten
 from .rows import stack_search, split_rows, mean_se
 from .audit import search_groups, search_bytes

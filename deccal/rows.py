@@ -5,7 +5,8 @@
 # %% ../nbs/05b_rows.ipynb #9c5bba01
 from __future__ import annotations
 import numpy as np
-from .checks import DeccalError, on_dask, row_blocks, rows_of
+from .checks import DeccalError, rows_of
+from .runtime import on_dask, row_blocks
 from .kernels import Kernel
 from .embedding import Embedding
 from .decisions import quantal_response
@@ -34,10 +35,11 @@ class Rows:
 
     @classmethod
     def build(cls, kernel:Kernel, basis:Basis, to_u, pred:Embedding, Y, w=None, groups=None) -> Rows:
-        "The block's state before any patch (w: its weights, or None for equal weights; groups: (N, K) or None)."
+        """The block's state before any patch, from predictions and outcomes checked against the kernel (w: its weights,
+        or None for equal weights; groups: (N, K) or None)."""
         hu, hyu = basis.h(pred) @ to_u.T, basis.h_outcomes(Y) @ to_u.T
         return cls(None if w is None else np.asarray(w, float), np.ones(pred.n), np.zeros_like(hu), hu, hyu,
-                   pred.sq_norms(kernel), pred.evaluate_paired(kernel, Y), kernel.diag(Y),
+                   pred.sq_norms_unchecked(kernel), pred.evaluate_paired_unchecked(kernel, Y), kernel.diag(Y),
                    None if groups is None else np.asarray(groups, float))
 
     def _replace(self, gamma, x) -> Rows:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 from scipy.special import softmax
-from .checks import (MEMORY_BUDGET, DeccalError, check_groups, check_int, check_number, check_positive,
-                           check_sample_weight, check_seed)
+from .checks import (DeccalError, check_groups, check_int, check_number, check_positive, check_sample_weight,
+                           check_seed)
+from .runtime import MEMORY_BUDGET
 from .first_stage import (FirstStage, TemperatureScaling, VectorScaling, brier_rows, check_labels,
                                 check_probabilities, clipped_log, softmax_map_fit, stratified_folds, temperature_score,
                                 weighted_mean_se)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import numpy as np
 import scipy.linalg
-from . import checks
+from . import runtime
 from .kernels import Kernel
 from .embedding import Embedding
 from .basis import rank_by_trace, make_basis, whiten
@@ -43,13 +43,13 @@ class Grams:
     def _blocks(self) -> list:
         """The partition of range(n), for rows and columns alike, into blocks of t predictions: a t x t tile stays
         under MEMORY_BUDGET."""
-        t = math.isqrt(int(checks.MEMORY_BUDGET // self._pair_bytes()))
+        t = math.isqrt(int(runtime.MEMORY_BUDGET // self._pair_bytes()))
         t = max(1, min(t, _TILE_ATOMS // max(self.pred.Z.shape[1], 1)))
         return [(i, min(self.n, i + t)) for i in range(0, self.n, t)]
 
     def fits(self) -> bool:
         "Do the dense P and R (2 n^2 floats) fit in MEMORY_BUDGET?"
-        return 16.0 * self.n**2 <= checks.MEMORY_BUDGET
+        return 16.0 * self.n**2 <= runtime.MEMORY_BUDGET
 
     def tile(self, a, b, want_R=True, subs=None):
         """The tiles P[i0:i1, j0:j1] and (if asked) R[i0:i1, j0:j1] for blocks a = (i0, i1), b = (j0, j1) (`subs`: the
@@ -185,7 +185,7 @@ def landmark_factors(
     basis, to_u, info = landmark_basis(kernel, pred[rows], Y[rows], trace_tol, max_rank)
     r, m = to_u.shape
     SP, SR = np.empty((n, r)), np.empty((n, r))
-    blocks = checks.row_blocks(n, 8.0 * (4 * m * max(pred.Z.shape[1], 1) + 2 * r))
+    blocks = runtime.row_blocks(n, 8.0 * (4 * m * max(pred.Z.shape[1], 1) + 2 * r))
     for k, (i0, i1) in enumerate(blocks):
         SP[i0:i1], SR[i0:i1] = landmark_coords(basis, to_u, pred[i0:i1], Y[i0:i1])
         if on_block is not None:

@@ -171,8 +171,8 @@ def test_audit_huge_radius_is_finite():
 
 # --- sample predictions within the memory budget -----------------------------------------------------
 def _set_budget(monkeypatch, budget):
-    "Set the memory budget wherever the deccal modules read it (deccal.checks; older versions kept copies)."
-    for m in ('deccal.checks', 'deccal.kernels', 'deccal.embedding', 'deccal.audit'):
+    "Set the memory budget wherever the deccal modules read it (deccal.runtime; older versions kept copies)."
+    for m in ('deccal.runtime', 'deccal.kernels', 'deccal.embedding', 'deccal.audit'):
         mod = importlib.import_module(m)
         if hasattr(mod, 'MEMORY_BUDGET'): monkeypatch.setattr(mod, 'MEMORY_BUDGET', budget)
 
@@ -223,7 +223,7 @@ def test_dense_matrices_computed_once(monkeypatch):
 
 def test_progress_while_factoring(monkeypatch):
     # before: a single line ("factoring the Gram matrices ...") until the search started
-    from deccal.checks import Progress
+    from deccal.runtime import Progress
     class EveryUpdate(Progress):
         def __init__(self, *a, **k): k['log_every'] = 0.0; super().__init__(*a, **k)
     monkeypatch.setattr(da, 'Progress', EveryUpdate)

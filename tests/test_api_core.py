@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 import deccal
-import deccal.checks as dc
+import deccal.runtime as dr
 from deccal import kernels as dk, embedding as de
 
 
 def set_budget(monkeypatch, budget, everywhere=True):
     "Set the memory budget; `everywhere`: also in modules that kept a copy of it (older versions)."
-    monkeypatch.setattr(dc, 'MEMORY_BUDGET', budget, raising=False)
+    monkeypatch.setattr(dr, 'MEMORY_BUDGET', budget, raising=False)
     if everywhere:
         for m in (dk, de):
             if hasattr(m, 'MEMORY_BUDGET'): monkeypatch.setattr(m, 'MEMORY_BUDGET', budget)
@@ -155,15 +155,15 @@ def test_from_probs_atol_string():
 # --- the memory budget --------------------------------------------------------------------------------
 def test_memory_budget_lives_in_checks():
     assert not hasattr(dk, 'MEMORY_BUDGET') and not hasattr(de, 'MEMORY_BUDGET')
-    assert dc.MEMORY_BUDGET == 256 * 2**20
+    assert dr.MEMORY_BUDGET == 256 * 2**20
 
 
 def count_grams(monkeypatch):
-    "Count the calls of Kernel.gram (every kernel block of the computations)."
-    calls, orig = [], dk.Kernel.gram
+    "Count the kernel blocks computed: the calls of Kernel.gram_unchecked (Kernel.gram calls it after its checks)."
+    calls, orig = [], dk.Kernel.gram_unchecked
     def spy(self, A, B=None):
         calls.append(1); return orig(self, A, B)
-    monkeypatch.setattr(dk.Kernel, 'gram', spy)
+    monkeypatch.setattr(dk.Kernel, 'gram_unchecked', spy)
     return calls
 
 
@@ -173,7 +173,7 @@ def test_memory_budget_reaches_embedding(monkeypatch):
     U = rng.normal(size=(10, 2))
     ref = dict(inner=p.inner(k), evaluate=p.evaluate(k, U))
     calls = count_grams(monkeypatch)
-    set_budget(monkeypatch, 8 * 4 * 4 * 30 * 3, everywhere=False)   # only deccal.checks: 3 rows of inner per block
+    set_budget(monkeypatch, 8 * 4 * 4 * 30 * 3, everywhere=False)   # only deccal.runtime: 3 rows of inner per block
     got = dict(inner=p.inner(k), evaluate=p.evaluate(k, U))
     assert len(calls) == 10 + 1, len(calls)
     for key in ref: np.testing.assert_allclose(got[key], ref[key], rtol=1e-12, atol=1e-14)

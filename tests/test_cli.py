@@ -4,7 +4,7 @@ import contextlib, io, os, shlex, signal, subprocess, sys
 import numpy as np
 import pytest
 from deccal import cli, kernels
-from deccal.checks import available_memory, check_memory
+from deccal.runtime import available_memory, check_memory
 from deccal.audit import search_bytes
 from deccal.dimfree import DimFreeDeCal
 

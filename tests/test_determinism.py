@@ -1,6 +1,6 @@
 """The same data give the same fit, whatever the caller's thread settings and the input's memory layout.
 
-deccal runs its numerical work with one BLAS thread (`deccal.checks.one_blas_thread` on the public entry points),
+deccal runs its numerical work with one BLAS thread (`deccal.runtime.one_blas_thread` on the public entry points),
 and converts every array input to C-contiguous float64 once, when it is checked. So a fit and its predictions
 must agree to 1e-12 (in practice bit for bit) when the caller sets 1, 2 or 4 BLAS threads with threadpoolctl
 around the calls, when Numba runs 1 or 2 threads, and when the same numbers come as a C array, a Fortran array, a

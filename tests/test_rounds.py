@@ -2,7 +2,7 @@
 `DimFreeDeCal.run_rounds`, the paths agree, and a round equals Algorithm 1 computed explicitly in R^d."""
 import numpy as np
 import pytest
-import deccal.checks
+import deccal.runtime
 from deccal import Embedding, Linear, RBF, DimFreeDeCal, ZhaoDeCal, quantal_response
 
 
@@ -55,7 +55,7 @@ def test_one_block_and_many_blocks_agree(monkeypatch):
     pred, Y = _sample(300, seed=3)
     kw = dict(n_actions=3, eps=0.02, max_rounds=4, early_stopping=False)
     one = DimFreeDeCal(RBF(0.5), **kw).fit(pred, Y)
-    monkeypatch.setattr(deccal.checks, 'MEMORY_BUDGET', 8 * 2**10)        # 8 KiB: many blocks of a few rows
+    monkeypatch.setattr(deccal.runtime, 'MEMORY_BUDGET', 8 * 2**10)        # 8 KiB: many blocks of a few rows
     many = DimFreeDeCal(RBF(0.5), **kw).fit(pred, Y)
     np.testing.assert_allclose(_values(many), _values(one), rtol=1e-8, atol=1e-12)
 
