@@ -25,7 +25,7 @@ probabilities (what sampling noise alone gives); the model; DecisionCalibratedCl
 with segments=None; with the categorical column named (its levels: segments=['segment'], what 'auto' took before it
 searched numeric columns); with segments='auto' (the default: the levels and a tree on the temperature score, kept
 only on cross-fitted evidence, deccal.segment_search); with every column named (the
-segment's levels and quartile bins of z, u and noise); and given tree_groups (deccal.groups: every node of a
+segment's levels and quartile bins of z, u and noise); and given tree_groups (deccal.segments: every node of a
 depth-2 regression tree, nodes of at least 5% of the rows, on all four columns) fitted to a residual of the
 calibration rows:
 
@@ -66,7 +66,7 @@ from deccal.kernels import Linear                                      # noqa: E
 from deccal.embedding import Embedding                                 # noqa: E402
 from deccal.audit import audit                                         # noqa: E402
 from deccal.decisions import quantal_response                          # noqa: E402
-from deccal.groups import tree_groups                                  # noqa: E402
+from deccal.segments import tree_groups                                  # noqa: E402
 from deccal.estimators import DecisionCalibratedClassifier             # noqa: E402
 
 N_CAL, N_TEST, SEEDS = 3000, 3000, 10

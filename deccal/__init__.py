@@ -14,7 +14,7 @@ PUBLIC = {  # module -> the names `import deccal` offers from it
                 'make_kernel', 'kernel_spec'),
     'losses': ('Loss', 'linear_loss', 'piecewise_linear_loss', 'cobb_douglas_loss', 'fit_loss', 'piecewise_linear'),
     'embedding': ('Embedding',),
-    'groups': ('Groups', 'tree_groups'),
+    'segments': ('Groups', 'tree_groups'),
     'decisions': ('quantal_response', 'best_response', 'decision_rule', 'gap_function', 'decision_calibration_error',
                   'expected_loss', 'no_type_regret'),
     'audit': ('audit', 'certify', 'AuditResult', 'audit_best_response', 'BestResponseAudit', 'explicit_predictions'),

@@ -27,7 +27,7 @@ from .first_stage import ROW_SUM_TOL
 from .audit import explicit_predictions
 from .crossfit import CrossFitDeCal
 from .metrics import segment_gaps
-from .groups import Groups
+from .segments import Groups
 from .segment_search import found_family, segment_effect
 from .estimator_base import (COST_SLACK_SE, FIRST_STAGE_FOLDS, DecisionCalibratedBase, FitTarget,
                                    check_estimator_fitted, checked_features, with_shared_parameters)

@@ -242,7 +242,7 @@ def fit(self:CrossFitDeCal,
         Y,                   # (n, d) outcomes
         sample_weight=None,  # optional (n,) weights >= 0
         folds=None,          # optional (n,) fold of each row, 0..K-1 (e.g. stratified by class); default: random
-        groups=None,         # optional (n, K) group memberships, or a `deccal.groups.Groups` definition read on
+        groups=None,         # optional (n, K) group memberships, or a `deccal.segments.Groups` definition read on
                              # `features`: every fold's calibrator audits and patches groups
         features=None,       # with a `Groups` definition: the rows' features (DataFrame, dict of 1-D arrays, 2-D array)
         score=None,          # optional score(out-of-fold Embedding, Y, w) -> float, lower is better: t* is then the

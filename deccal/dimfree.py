@@ -11,7 +11,7 @@ from .checks import (DeccalError, DeccalTypeError, NotFittedError, check_positiv
                            check_groups, rows_of)
 from .runtime import row_blocks, patch, one_blas_thread, blas_controller, check_memory
 from .kernels import Kernel, MinKernel
-from .groups import Groups
+from .segments import Groups
 from .embedding import Embedding, FactoredEmbedding
 from .losses import Loss
 from .rows import LocalRows, backend_for
@@ -193,7 +193,7 @@ def run_rounds(self:DimFreeDeCal,
     return rounds.run_rounds(self, params, n, R2, fetch_rows, make_rows, make_hold, t0, parts, n_groups)
 
 # %% ../nbs/08_dimfreedecal.ipynb #fc520fee
-def group_memberships(groups,             # (n, K) memberships in [0, 1], a `deccal.groups.Groups`, or None
+def group_memberships(groups,             # (n, K) memberships in [0, 1], a `deccal.segments.Groups`, or None
                       features=None,      # the rows' features a definition reads: DataFrame, dict of 1-D arrays or
                                           # 2-D array (what `Groups.membership` takes), or None
                       n:int=None,         # the rows the memberships go with (None: not checked here)
@@ -227,7 +227,7 @@ def fit(self:DimFreeDeCal,
                             # with groups, (pred_holdout, Y_holdout, groups_holdout): their memberships, or
                             # with a `Groups` definition their features
         sample_weight=None, # optional (n,) non-negative weights: calibrate for the weighted sample
-        groups=None,        # optional (n, K) memberships g_k(x) in [0, 1] of K groups, or a `deccal.groups.Groups`
+        groups=None,        # optional (n, K) memberships g_k(x) in [0, 1] of K groups, or a `deccal.segments.Groups`
                             # definition read on `features`: each round audits every group and patches within the worst
         features=None,      # with a `Groups` definition: the rows' features (DataFrame, dict of 1-D arrays or
                             # 2-D array)

@@ -25,7 +25,7 @@ from .first_stage import FIRST_STAGES
 from .dimfree import DimFreeDeCal, round_bytes
 from .zhao import ZhaoDeCal
 from .crossfit import CrossFitDeCal
-from .groups import Groups
+from .segments import Groups
 from .segment_search import categorical_columns
 
 # %% auto #0
@@ -183,7 +183,7 @@ class DecisionCalibratedBase(BaseEstimator):
         # categorical columns and the nodes of a depth-2 tree on every column fitted to the temperature score, kept
         # only on cross-fitted evidence; the regressor: the levels of the categorical columns), a list of column
         # names (or positions: their levels, or quantile bins of numeric ones), 'trees' (classifier: that family,
-        # kept without the evidence test), a fitted deccal.groups.Groups, or None (no segments)
+        # kept without the evidence test), a fitted deccal.segments.Groups, or None (no segments)
         segments='auto',
         max_segments:int=32,             # 'auto' or named columns: keep at most this many segments (the largest)
     ):

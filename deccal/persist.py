@@ -11,7 +11,7 @@ from .checks import DeccalError, DeccalTypeError
 from .runtime import check_output_path, atomic_write, patch
 from .kernels import kernel_spec, make_kernel
 from .embedding import Embedding
-from .groups import Groups
+from .segments import Groups
 from .basis import Basis
 from .dimfree import DimFreeDeCal
 from .zhao import ZhaoDeCal

@@ -13,7 +13,7 @@ from .runtime import MEMORY_BUDGET
 from .first_stage import (FirstStage, TemperatureScaling, VectorScaling, brier_rows, check_labels,
                                 check_probabilities, clipped_log, softmax_map_fit, stratified_folds, temperature_score,
                                 weighted_mean_se)
-from .groups import (Groups, FeatureTable, column_kind, tree_groups, distinct_groups, largest_groups,
+from .segments import (Groups, FeatureTable, column_kind, tree_groups, distinct_groups, largest_groups,
                            simplify_path)
 
 # %% auto #0

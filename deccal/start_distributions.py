@@ -11,7 +11,7 @@ from scipy.spatial import cKDTree
 from scipy.stats import norm
 from .checks import (DeccalError, DeccalTypeError, check_array, check_int, check_number, check_rows,
                            check_sample_weight, check_seed)
-from .groups import weighted_quantile
+from .segments import weighted_quantile
 from .rows import weighted_mean_se
 from .crossfit import fold_ids
 

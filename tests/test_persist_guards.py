@@ -9,7 +9,7 @@ from deccal.checks import DeccalError
 from deccal.embedding import Embedding
 from deccal.kernels import RBF
 from deccal.dimfree import DimFreeDeCal
-from deccal.groups import Groups
+from deccal.segments import Groups
 from deccal.zhao import ZhaoDeCal
 
 os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
