@@ -20,19 +20,20 @@ __all__ = ['search_rule', 'group_values', 'search_groups', 'witness_losses', 'la
 def _objective(v,        # (A * r,) unconstrained parameters of the rule
                SP, SPt,  # (N, r) the search rows' coordinates of p(x), and SP.T (C-contiguous)
                SRw, SRwt,# (N, r_R) the coordinates of phi(y) - p(x) times the rows' weights, and SRw.T
-               beta, R1, A):
-    """Minus the audit value J and its gradient at v, in the points-last layout of `softmin_cols` (the transposes
-    and the weights are made once per search by `search_rule`)."""
+               beta, R1, A,
+               F, K, dz, # (A, N) scratch arrays, overwritten
+              ):
+    """Minus the audit value J and its gradient at v, in the points-last layout of `softmin_cols` (the transposes,
+    the weights and the scratch arrays are made once per search by `search_rule`: no (A, N) array is allocated per
+    evaluation, the products written into F)."""
     V = v.reshape(A, SP.shape[1])
     s = np.sqrt(1 + (V * V).sum(1))
     U = R1 * V / s[:, None]
-    K = np.empty((A, len(SP)))
-    softmin_cols(U @ SPt, beta, K)                   # the quantal response (no input checks: an inner loop)
+    softmin_cols(np.matmul(U, SPt, out=F), beta, K, F)   # the quantal response (no input checks: an inner loop)
     Gt = K @ SRw                                     # (A, rank_R): the G_a in whitened coordinates
     N = np.sqrt((Gt * Gt).sum(1))
     J = R1 * N.sum()
-    dz = np.empty_like(K)
-    softmin_cols_backward(K, (R1 * Gt / np.maximum(N, 1e-300)[:, None]) @ SRwt, beta, dz)
+    softmin_cols_backward(K, np.matmul(R1 * Gt / np.maximum(N, 1e-300)[:, None], SRwt, out=F), beta, dz)
     dU = dz @ SP
     dV = R1 * (dU / s[:, None] - V * ((V * dU).sum(1) / s**3)[:, None])
     return -J, -dV.ravel()
@@ -58,11 +59,12 @@ def search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits=(), on_st
     best, bestJ, values = None, -np.inf, []
     SRw = w[:, None] * SR                   # the weights and the transposes once, for every evaluation
     SPt, SRwt = np.ascontiguousarray(SP.T), np.ascontiguousarray(SRw.T)
+    scratch = tuple(np.empty((A, len(SP))) for _ in range(3))
     for U0 in starts:
         res = scipy.optimize.minimize(
             _objective,
             _u_to_v(U0, R1).ravel(),
-            args=(SP, SPt, SRw, SRwt, beta, R1, A),
+            args=(SP, SPt, SRw, SRwt, beta, R1, A, *scratch),
             jac=True,
             method='L-BFGS-B',
             options=dict(maxiter=max_iter),
