@@ -250,11 +250,13 @@ def softmax_map_hessp(theta:np.ndarray, # (m,) the free entries where the Hessia
     M[ci, di] = theta
     P, q = softmax(Lt @ M.T, axis=1), (w / w.sum())[:, None]
     qP = q * P                                         # once for every product (the same numbers as q * P * ...)
+    dZ, PdZ = np.empty(P.shape), np.empty(P.shape)     # the products' (n, C) arrays, made once, written in place
     def hv(v):
         V = np.zeros_like(M)
         V[ci, di] = v
-        dZ = Lt @ V.T                                  # the logits' change along v
-        return ((qP * (dZ - (P * dZ).sum(1, keepdims=True))).T @ Lt)[ci, di] + 2 * reg * v
+        np.matmul(Lt, V.T, out=dZ)                     # the logits' change along v
+        np.subtract(dZ, np.multiply(P, dZ, out=PdZ).sum(1, keepdims=True), out=dZ)
+        return (np.multiply(qP, dZ, out=dZ).T @ Lt)[ci, di] + 2 * reg * v
     S = qP * (1 - P)                                   # (n, C): each row's curvature in each class's own logit
     order = np.argsort(ci, kind='stable')
     k = len(ci) // n_classes
@@ -265,7 +267,8 @@ def softmax_map_hessp(theta:np.ndarray, # (m,) the free entries where the Hessia
             if cols is None or not np.array_equal(di[idx[c]], cols):   # the features gathered once while the
                 cols = di[idx[c]]                                      # classes' entries read the same ones
                 F = Lt[:, cols]
-            B[c] = F.T @ (S[:, c:c + 1] * F) + 2 * reg * np.eye(k)
+                SF = np.empty_like(F)
+            B[c] = F.T @ np.multiply(S[:, c:c + 1], F, out=SF) + 2 * reg * np.eye(k)
         Binv = np.linalg.inv(B)
         def pre(r):
             out = np.empty_like(r)
