@@ -5,6 +5,7 @@ Prints figures; it is not a test and asserts nothing about time.  Usage:
 
     python bench/scoring_speed.py --quick            # a smoke run: 6 classes, 20,000 scored rows
     python bench/scoring_speed.py --write            # the full run, writes bench/scoring_speed_results.md
+    python bench/scoring_speed.py --fit-only --classes 6 --fit-rows 10000   # the fit alone: its wall, where it goes
 
 The problem: make_classification (20 features, 10 informative, one cluster per class) with C = 2, 6, 10 and 50
 classes; a GaussianNB fitted on 5,000 other rows (10,000 at 50 classes), frozen; DecisionCalibratedClassifier with
@@ -138,13 +139,15 @@ def main(argv=None):
     ap.add_argument('--n-new', type=int, default=200_000)
     ap.add_argument('--repeats', type=int, default=3)
     ap.add_argument('--quick', action='store_true', help='6 classes, 20,000 scored rows, fits at 1,000 and 2,000')
+    ap.add_argument('--fit-only', action='store_true', help='no scoring: the fits and where their time goes')
     ap.add_argument('--write', action='store_true')
     ap.add_argument('--out', default='scoring_speed_results.md')
     a = ap.parse_args(argv)
     if a.quick: a.classes, a.fit_rows, a.n_new, a.repeats = '6', '1000,2000', 20_000, 1
     classes, fit_rows = [int(c) for c in a.classes.split(',')], [int(n) for n in a.fit_rows.split(',')]
     t0, load0 = time.perf_counter(), loadavg()
-    score = [scoring(C, 10_000 if not a.quick else 2_000, a.n_new, a.repeats, rkhs=C == 6) for C in classes]
+    score = [] if a.fit_only else [scoring(C, 10_000 if not a.quick else 2_000, a.n_new, a.repeats, rkhs=C == 6)
+                                   for C in classes]
     fits = []
     for n in fit_rows:
         base, Xc, yc, _ = problem(6, n, 10)
@@ -167,9 +170,11 @@ def main(argv=None):
     lines = ["# Scoring and fitting speed of the default classifier", '',
              machine_info(('replay.py', 'dimfree.py', 'estimators.py', 'audit.py')), '',
              f"Produced by `python bench/scoring_speed.py{' --quick' if a.quick else ''}"
-             f"{' --write' if a.write else ''}`: {time.perf_counter() - t0:.0f} s; load average before "
-             f"{load0}, after {loadavg()}. What the problem and the calls are: the docstring of the script.", '',
-             f"## Scoring {a.n_new:,} new rows (median of {a.repeats} calls)", '', *table(rows, head), '',
+             f"{' --fit-only' if a.fit_only else ''}{' --write' if a.write else ''}`: "
+             f"{time.perf_counter() - t0:.0f} s; load average before {load0}, after {loadavg()}. What the problem and "
+             "the calls are: the docstring of the script.", '',
+             *([f"## Scoring {a.n_new:,} new rows (median of {a.repeats} calls)", '', *table(rows, head), '']
+               if score else []),
              "## The default fit against the calibration rows (6 classes)", '',
              *table([[f"{f['n_cal']:,}", f"{f['wall']:.1f}"] for f in fits], ['calibration rows', 'fit s']), '',
              *[line for B in breakdowns for line in (

@@ -19,17 +19,18 @@ __all__ = ['softmin_cols', 'softmin_cols_backward', 'quantal_response', 'best_re
 
 # %% ../nbs/04_decisions.ipynb #92383e2e
 @nb.njit(cache=True, error_model='numpy')   # no division checks: the loops vectorize
-def softmin_cols(F, beta, out):
+def softmin_cols(F, beta, out, tmp):
     """out[:, i] = softmax(-beta * F[:, i]) for F of shape (A, n), stably: each column's minimum subtracted, the
     exponentials by `exp_block`; every loop runs along the n points, so the compiler vectorizes it. Serial: it is
-    called in tight loops on small arrays."""
+    called in tight loops on small arrays. tmp: (A, n) scratch of `exp_block`, overwritten; it may be F itself (F is
+    read before the exponentials), so that a search allocates nothing per evaluation."""
     A, n = F.shape
     m = F[0].copy()
     for a in range(1, A):
         for i in range(n): m[i] = min(m[i], F[a, i])
     for a in range(A):
         for i in range(n): out[a, i] = -beta * (F[a, i] - m[i])
-    exp_block(out, np.empty_like(out))
+    exp_block(out, tmp)
     s = out[0].copy()
     for a in range(1, A):
         for i in range(n): s[i] += out[a, i]
@@ -61,7 +62,7 @@ def quantal_response(F,            # (n, A) loss estimates f(x_i, a, l)
     "The smooth optimal decision rule: probabilities proportional to exp(-beta * F)."
     F, beta = _check_F(F), check_positive(beta, 'beta')
     out = np.empty((F.shape[1], F.shape[0]))
-    softmin_cols(np.ascontiguousarray(F.T), beta, out)     # along the points: vectorized
+    softmin_cols(np.ascontiguousarray(F.T), beta, out, np.empty_like(out))     # along the points: vectorized
     return np.ascontiguousarray(out.T)
 
 # %% ../nbs/04_decisions.ipynb #9d934350

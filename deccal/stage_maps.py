@@ -17,7 +17,7 @@ from .params import Estimator
 __all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'NEWTON_MAX_PARAMS', 'check_probabilities', 'check_labels', 'brier_rows', 'log_loss_rows',
            'weighted_mean_se', 'FirstStage', 'NoCalibration', 'softmax_nll_kernel', 'softmax_nll', 'clipped_log',
            'TemperatureScaling', 'softmax_map_objective', 'softmax_map_hessp', 'softmax_map_fit', 'VectorScaling',
-           'MatrixScaling', 'pava', 'isotonic_fit', 'IsotonicCalibration', 'SegmentTemperatureScaling',
+           'MatrixScaling', 'pava_blocks', 'pava', 'isotonic_fit', 'IsotonicCalibration', 'SegmentTemperatureScaling',
            'temperature_score']
 
 # %% ../nbs/84c_stage_maps.ipynb #89dd8c04
@@ -249,20 +249,26 @@ def softmax_map_hessp(theta:np.ndarray, # (m,) the free entries where the Hessia
     M = np.zeros((n_classes, Lt.shape[1]))
     M[ci, di] = theta
     P, q = softmax(Lt @ M.T, axis=1), (w / w.sum())[:, None]
+    qP = q * P                                         # once for every product (the same numbers as q * P * ...)
+    dZ, PdZ = np.empty(P.shape), np.empty(P.shape)     # the products' (n, C) arrays, made once, written in place
     def hv(v):
         V = np.zeros_like(M)
         V[ci, di] = v
-        dZ = Lt @ V.T                                  # the logits' change along v
-        return ((q * P * (dZ - (P * dZ).sum(1, keepdims=True))).T @ Lt)[ci, di] + 2 * reg * v
-    S = q * P * (1 - P)                                # (n, C): each row's curvature in each class's own logit
+        np.matmul(Lt, V.T, out=dZ)                     # the logits' change along v
+        np.subtract(dZ, np.multiply(P, dZ, out=PdZ).sum(1, keepdims=True), out=dZ)
+        return (np.multiply(qP, dZ, out=dZ).T @ Lt)[ci, di] + 2 * reg * v
+    S = qP * (1 - P)                                   # (n, C): each row's curvature in each class's own logit
     order = np.argsort(ci, kind='stable')
     k = len(ci) // n_classes
     if k * n_classes == len(ci) and np.array_equal(ci[order], np.repeat(np.arange(n_classes), k)):
         idx = order.reshape(n_classes, k)              # the entries of each class
-        B = np.empty((n_classes, k, k))
+        B, cols, F = np.empty((n_classes, k, k)), None, None
         for c in range(n_classes):                     # each class's block, by BLAS
-            F = Lt[:, di[idx[c]]]
-            B[c] = F.T @ (S[:, c:c + 1] * F) + 2 * reg * np.eye(k)
+            if cols is None or not np.array_equal(di[idx[c]], cols):   # the features gathered once while the
+                cols = di[idx[c]]                                      # classes' entries read the same ones
+                F = Lt[:, cols]
+                SF = np.empty_like(F)
+            B[c] = F.T @ np.multiply(S[:, c:c + 1], F, out=SF) + 2 * reg * np.eye(k)
         Binv = np.linalg.inv(B)
         def pre(r):
             out = np.empty_like(r)
@@ -382,20 +388,31 @@ class MatrixScaling(FirstStage):
         "softmax(W_ log P + b_)."
         return softmax(clipped_log(self._transform_input(P)) @ self.W_.T + self.b_, axis=1)
 
+# %% ../nbs/84c_stage_maps.ipynb #44961805
+@nb.njit(cache=True)
+def pava_blocks(t, w,          # (m,) targets and weights > 0
+                val, wt, cnt,  # (m,) scratch: each block's value, weight and count (overwritten)
+               ) -> int:       # the number of blocks, the first entries of val, wt and cnt
+    "The blocks of pool adjacent violators, compiled: each violator pooled with the block before it, in order."
+    k = -1
+    for j in range(len(t)):
+        k += 1
+        val[k], wt[k], cnt[k] = t[j], w[j], 1
+        while k > 0 and val[k - 1] > val[k]:          # a violator: pool the last two blocks
+            s = wt[k - 1] + wt[k]
+            val[k - 1] = (wt[k - 1] * val[k - 1] + wt[k] * val[k]) / s
+            wt[k - 1], cnt[k - 1], k = s, cnt[k - 1] + cnt[k], k - 1
+    return k + 1
+
 # %% ../nbs/84c_stage_maps.ipynb #b12efbd3
 def pava(t:np.ndarray,   # (m,) targets, in the order of the (distinct, increasing) inputs
          w:np.ndarray,   # (m,) weights > 0
         ) -> np.ndarray: # (m,) the weighted least-squares nondecreasing fit
     "Pool adjacent violators: the nondecreasing sequence closest to t in the w-weighted square norm."
-    val, wt, cnt, k = np.empty(len(t)), np.empty(len(t)), np.empty(len(t), np.int64), -1
-    for ti, wi in zip(t, w):
-        k += 1
-        val[k], wt[k], cnt[k] = ti, wi, 1
-        while k > 0 and val[k - 1] > val[k]:          # a violator: pool the last two blocks
-            s = wt[k - 1] + wt[k]
-            val[k - 1] = (wt[k - 1] * val[k - 1] + wt[k] * val[k]) / s
-            wt[k - 1], cnt[k - 1], k = s, cnt[k - 1] + cnt[k], k - 1
-    return np.repeat(val[:k + 1], cnt[:k + 1])
+    t, w = np.ascontiguousarray(t, dtype=np.float64), np.ascontiguousarray(w, dtype=np.float64)
+    val, wt, cnt = np.empty(len(t)), np.empty(len(t)), np.empty(len(t), np.int64)
+    k = pava_blocks(t, w, val, wt, cnt)
+    return np.repeat(val[:k], cnt[:k])
 
 # %% ../nbs/84c_stage_maps.ipynb #5b7b779e
 def isotonic_fit(x:np.ndarray,   # (n,) inputs

@@ -20,19 +20,20 @@ __all__ = ['search_rule', 'group_values', 'search_groups', 'witness_losses', 'la
 def _objective(v,        # (A * r,) unconstrained parameters of the rule
                SP, SPt,  # (N, r) the search rows' coordinates of p(x), and SP.T (C-contiguous)
                SRw, SRwt,# (N, r_R) the coordinates of phi(y) - p(x) times the rows' weights, and SRw.T
-               beta, R1, A):
-    """Minus the audit value J and its gradient at v, in the points-last layout of `softmin_cols` (the transposes
-    and the weights are made once per search by `search_rule`)."""
+               beta, R1, A,
+               F, K, dz, # (A, N) scratch arrays, overwritten
+              ):
+    """Minus the audit value J and its gradient at v, in the points-last layout of `softmin_cols` (the transposes,
+    the weights and the scratch arrays are made once per search by `search_rule`: no (A, N) array is allocated per
+    evaluation, the products written into F)."""
     V = v.reshape(A, SP.shape[1])
     s = np.sqrt(1 + (V * V).sum(1))
     U = R1 * V / s[:, None]
-    K = np.empty((A, len(SP)))
-    softmin_cols(U @ SPt, beta, K)                   # the quantal response (no input checks: an inner loop)
+    softmin_cols(np.matmul(U, SPt, out=F), beta, K, F)   # the quantal response (no input checks: an inner loop)
     Gt = K @ SRw                                     # (A, rank_R): the G_a in whitened coordinates
     N = np.sqrt((Gt * Gt).sum(1))
     J = R1 * N.sum()
-    dz = np.empty_like(K)
-    softmin_cols_backward(K, (R1 * Gt / np.maximum(N, 1e-300)[:, None]) @ SRwt, beta, dz)
+    softmin_cols_backward(K, np.matmul(R1 * Gt / np.maximum(N, 1e-300)[:, None], SRwt, out=F), beta, dz)
     dU = dz @ SP
     dV = R1 * (dU / s[:, None] - V * ((V * dU).sum(1) / s**3)[:, None])
     return -J, -dV.ravel()
@@ -46,7 +47,10 @@ def _u_to_v(U, R1):
     return u / np.sqrt(np.maximum((1 - s) * (1 + s), 1e-300))
 
 # %% ../nbs/06b_worst_pair.ipynb #e069b2dd
-def search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits=(), on_start=None):
+def search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits=(), on_start=None,
+                memo:dict=None, # start's bytes -> (V, J) of the local searches run on these same rows and weights:
+                                # a start found there is not searched again (its result is the same); new ones added
+               ):
     """Multi-start L-BFGS; returns the best U (A, rank_P) and the values reached from each start (on_start(k, best)
     after the k-th)."""
     r = SP.shape[1]
@@ -58,17 +62,21 @@ def search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits=(), on_st
     best, bestJ, values = None, -np.inf, []
     SRw = w[:, None] * SR                   # the weights and the transposes once, for every evaluation
     SPt, SRwt = np.ascontiguousarray(SP.T), np.ascontiguousarray(SRw.T)
+    scratch = tuple(np.empty((A, len(SP))) for _ in range(3))
     for U0 in starts:
-        res = scipy.optimize.minimize(
-            _objective,
-            _u_to_v(U0, R1).ravel(),
-            args=(SP, SPt, SRw, SRwt, beta, R1, A),
-            jac=True,
-            method='L-BFGS-B',
-            options=dict(maxiter=max_iter),
-        )
-        V = res.x.reshape(A, r)
-        J = -res.fun
+        key = None if memo is None else U0.tobytes()
+        if key is not None and key in memo: V, J = memo[key]
+        else:
+            res = scipy.optimize.minimize(
+                _objective,
+                _u_to_v(U0, R1).ravel(),
+                args=(SP, SPt, SRw, SRwt, beta, R1, A, *scratch),
+                jac=True,
+                method='L-BFGS-B',
+                options=dict(maxiter=max_iter),
+            )
+            V, J = res.x.reshape(A, r), -res.fun
+            if memo is not None: memo[key] = (V, J)
         values.append(float(J))
         if J > bestJ:
             best, bestJ = R1 * V / np.sqrt(1 + (V * V).sum(1))[:, None], J
@@ -85,8 +93,8 @@ def group_values(SP, SR,   # (N, r) search rows: coordinates of p(x) and of phi(
                 ) -> np.ndarray:  # (K,) R1 sum_a ||G_a^g|| of each group
     "Each group's value of the closed-form best loss for the rule U: R1 sum_a ||sum_i w_i g(x_i) k_ia T_i||."
     K = quantal_response(SP @ U.T, beta)
-    Gw = G * w[:, None]
-    return R1 * sum(np.linalg.norm(Gw.T @ (K[:, a:a + 1] * SR), axis=1) for a in range(K.shape[1]))
+    Gw, KS = G * w[:, None], np.empty(SR.shape)      # KS: each action's k_a T, written in place
+    return R1 * sum(np.linalg.norm(Gw.T @ np.multiply(K[:, a:a + 1], SR, out=KS), axis=1) for a in range(K.shape[1]))
 
 # %% ../nbs/06b_worst_pair.ipynb #129040ef
 def search_groups(SP, SR,        # (N, r) search rows: coordinates of p(x) and of phi(y) - p(x)
@@ -103,7 +111,8 @@ def search_groups(SP, SR,        # (N, r) search rows: coordinates of p(x) and o
         return (None, *search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits, on_start), None)
     if top is None: order, starts, extra = range(G.shape[1]), list(inits), n_starts
     else:
-        U0, v0 = search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits)
+        memo = {}                                      # its local searches, by start
+        U0, v0 = search_rule(SP, SR, w, beta, R1, A, n_starts, rng, max_iter, inits, memo=memo)
         screen = group_values(SP, SR, w, G, U0, beta, R1)
         order, starts, extra = np.argsort(-screen, kind='stable')[:top], [U0, *inits], 0
     best, per = None, (np.zeros(G.shape[1]) if top is None else screen)
@@ -112,7 +121,11 @@ def search_groups(SP, SR,        # (N, r) search rows: coordinates of p(x) and o
         if not wk.sum() > 0: continue                  # no member among the searched rows: value 0
         on = wk > 0                                    # rows of weight 0 add nothing to the value nor its gradient:
         on = slice(None) if on.all() else on           # left out (every row: the arrays as they are, not copies)
-        U, values = search_rule(SP[on], SR[on], wk[on], beta, R1, A, extra, rng, max_iter, starts)
+        # a group of every searched row at membership 1 (everyone) repeats the search over everyone from `inits`:
+        # those local searches are taken from it, not run again
+        same = top is not None and isinstance(on, slice) and np.array_equal(wk, w)
+        U, values = search_rule(SP[on], SR[on], wk[on], beta, R1, A, extra, rng, max_iter, starts,
+                                memo=memo if same else None)
         per[k] = max(values)
         if best is None or per[k] > per[best[0]]: best = (int(k), U, values)
     if best is None: raise DeccalError('groups', "no group has a member with positive weight among the searched rows")
