@@ -140,4 +140,9 @@ def table(rows, head):
     return ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)] + ['| ' + ' | '.join(r) + ' |' for r in rows]
 
 
+def paired(per:list, a:str, b:str, key:str):
+    "(mean, paired se) over splits of a - b in column `key`; per: a list of per-split {name: columns}."
+    return mse([r[a][key] - r[b][key] for r in per])
+
+
 def yn(b): return 'yes' if b else 'NO'
