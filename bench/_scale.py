@@ -41,12 +41,13 @@ def embedded_data(n, seed=SEED):
 
 # ----------------------------------------------------------------------------- fit
 def instrument(progress=None):
-    """Wrap deccal.dimfree's module-level helpers with timers (only in this process); returns the dict of seconds and calls.
-    `progress(event)`, if given, is called after the row state is built ('setup') and after each round's patch ('round')."""
+    """Wrap deccal.dimfree's module-level helpers with timers (only in this process); returns the dict of seconds and
+    calls.  `progress(event)`, if given, is called after the row state is built ('setup') and after each round's patch
+    ('round')."""
     import deccal.dimfree as dfm
     import deccal.rounds as drm                      # the loop of rounds (search, basis, whitening, gathering)
     T = {}
-    active = set()                                   # timers running now: a call within one of the same name is not counted again
+    active = set()                   # timers running now: a call within one of the same name is not counted again
     def timed(name, f):
         def g(*a, **k):
             if name in active: return f(*a, **k)
@@ -66,7 +67,7 @@ def instrument(progress=None):
         out = build(*a, **k)
         T['block_rows'] = sorted(set(out.sizes)) ; T['blocks'] = len(out.sizes)
         return out
-    dfm.LocalRows.build = timed('build_rows', build_rows)   # a plain function on the class: called as LocalRows.build(...)
+    dfm.LocalRows.build = timed('build_rows', build_rows)   # a plain function on the class: LocalRows.build(...)
     if progress is not None:
         timed_build, rows_map = dfm.LocalRows.build, dfm.LocalRows.map
         def build_then_report(*a, **k):
@@ -89,7 +90,7 @@ def warm_up():
 
 
 def sources(names=('dimfree.py', 'audit.py', 'dask.py')):
-    "sha256 (12 hex digits) of the deccal modules this process loaded (the checkout is shared: a change mid-run shows here)."
+    "sha256 (12 hex digits) of the deccal modules this process loaded (a change of the checkout mid-run shows here)."
     return {f: source_sha(f) for f in names}
 
 
@@ -99,7 +100,7 @@ def fit_one(n, max_rank=300, rounds=FIT_ROUNDS):
     src = sources()
     P = dict(on=False, t0=0.0, rss0=0, round=0)
     def progress(event):
-        "A PROGRESS line on stdout (the parent reads them if it has to stop this run): elapsed time and peak memory so far."
+        "A PROGRESS line on stdout (the parent reads them if it has to stop this run): elapsed time, peak memory so far."
         if not P['on']: return
         P['round'] += event == 'round'
         print('PROGRESS ' + json.dumps(dict(event=event, round=P['round'], seconds=time.perf_counter() - P['t0'],
@@ -122,10 +123,12 @@ def fit_one(n, max_rank=300, rounds=FIT_ROUNDS):
     R = len(cal.all_rounds_)
     h = cal.history_
     audits = [r['audit_value'] for r in h if r.get('audit_value') is not None]
-    return dict(n=n, max_rank=max_rank, max_rounds=rounds, seconds=secs, rounds=R, rank=int(cal.rank_), peak_gb=peak / GB,
-                peak_over_nr8=peak / (n * cal.rank_ * 8), square_loss=h[-1]['square_loss'], square_loss_0=h[0]['square_loss'],
-                base_square_loss=cal.base_square_loss_, audit_first=audits[0] if audits else None, audit_last=audits[-1] if audits else None,
-                stop_reason=cal.stop_reason_, path='rows' if n > cal.search_max else 'in-memory', captured_trace=cal.captured_trace_,
+    return dict(n=n, max_rank=max_rank, max_rounds=rounds, seconds=secs, rounds=R, rank=int(cal.rank_),
+                peak_gb=peak / GB, peak_over_nr8=peak / (n * cal.rank_ * 8), square_loss=h[-1]['square_loss'],
+                square_loss_0=h[0]['square_loss'], base_square_loss=cal.base_square_loss_,
+                audit_first=audits[0] if audits else None, audit_last=audits[-1] if audits else None,
+                stop_reason=cal.stop_reason_, path='rows' if n > cal.search_max else 'in-memory',
+                captured_trace=cal.captured_trace_,
                 basis_m=int(cal.basis_.m), cpu_s=c1[1] - c0[1], others_during=others, timers=dict(T), sources=src)
 
 
@@ -142,7 +145,8 @@ def audit_one(n, method):
     from deccal import Embedding, RBF, audit
     k = RBF(0.5)
     px, y = make_data(300, 1)
-    for m in ('exact', 'randomized', 'landmarks'): audit(Embedding.from_points(px), y, k, method=m, **AUDIT_KW)   # warm-up
+    for m in ('exact', 'randomized', 'landmarks'):                                   # warm-up
+        audit(Embedding.from_points(px), y, k, method=m, **AUDIT_KW)
     px, y = make_data(n)
     pred = Embedding.from_points(px)
     reset_hwm(); rss0 = rss_bytes()
@@ -150,12 +154,14 @@ def audit_one(n, method):
     r = audit(pred, y, k, method=method, **AUDIT_KW)
     secs = time.perf_counter() - t0
     info = {k: r.info.get(k) for k in ('method', 'rank_P', 'rank_R', 'landmarks', 'search_rows', 'passes')}
-    return dict(n=n, seconds=secs, peak_gb=(hwm_bytes() - rss0) / 1e9, value=r.value, loss_atoms=int(r.loss.atoms.shape[0]), **info)
+    return dict(n=n, seconds=secs, peak_gb=(hwm_bytes() - rss0) / 1e9, value=r.value,
+                loss_atoms=int(r.loss.atoms.shape[0]), **info)
 
 
 # ----------------------------------------------------------------------------- transform
 def measure(fn):
-    "Run fn(): its result, wall seconds, peak memory above the RSS before it (None if VmHWM cannot be reset), other processes' CPU share."
+    """Run fn(): its result, wall seconds, peak memory above the RSS before it (None if VmHWM cannot be reset), other
+    processes' CPU share, and this process's CPU seconds."""
     ok = reset_hwm(); r0 = rss_bytes(); s0 = cpu_snapshot()
     out = fn()
     s1 = cpu_snapshot()
@@ -176,8 +182,9 @@ def do_fit(path):
     T = len(cal.rounds_)
     h = cal.history_
     vals = [r['audit_value'] for r in h if r.get('audit_value') is not None]
-    res = dict(seconds=secs, cpu_seconds=cpu, peak_bytes=peak, others_busy=other, rounds=T, all_rounds=len(cal.all_rounds_),
-               stop_reason=cal.stop_reason_, first_audit=vals[0], last_audit=vals[-1], target=0.75 * TRANSFORM_PARAMS['eps'],
+    res = dict(seconds=secs, cpu_seconds=cpu, peak_bytes=peak, others_busy=other, rounds=T,
+               all_rounds=len(cal.all_rounds_), stop_reason=cal.stop_reason_, first_audit=vals[0], last_audit=vals[-1],
+               target=0.75 * TRANSFORM_PARAMS['eps'],
                square_loss_first=h[0]['square_loss'], square_loss_last=h[-1]['square_loss'], basis_atoms=cal.basis_.m,
                basis_outcome_atoms=len(cal.basis_.Y), basis_prediction_atoms=cal.basis_.P.n, rank=cal.rank_,
                captured_trace=cal.captured_trace_)
@@ -204,7 +211,7 @@ def load(path, T):
 def do_transform(path, T, m):
     "Time REPEATS transforms of m fresh points by the saved calibrator truncated to T rounds (after a warm-up)."
     cal = load(path, T)
-    cal.transform(new_points(M_WARM, SEED + 2))                                        # warm-up (and the stacked rounds, cached)
+    cal.transform(new_points(M_WARM, SEED + 2))                  # warm-up (and the stacked rounds, cached)
     q = new_points(m, SEED + 3)
     runs = []
     for _ in range(REPEATS):

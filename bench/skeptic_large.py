@@ -58,6 +58,11 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
+# the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
+# (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+os.environ.setdefault('OMP_NUM_THREADS', '1')
+os.environ.setdefault('MKL_NUM_THREADS', '1')
 from _measure import machine_info, emit_record, mse, table, paired   # noqa: E402
 from _data import N_TRAIN, TEST_ROWS, LARGE_DATASETS, LARGE_MODELS, large_split, random_costs   # noqa: E402
 from _scores import large_columns                                      # noqa: E402
