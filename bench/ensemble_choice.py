@@ -28,8 +28,8 @@ the skeptic's scripts report: small cells, the mean gap, debiased gap (the mean 
 the realized cost under M (predict_action); large cells, the gap, its noise floor, the debiased gap, log loss,
 cost under M, the team's gap.  And for both estimators: the fit time, the rounds kept (and run), and the time of
 predict_proba on 100,000 rows (the test rows, repeated or cut to 100,000; the better of 2 calls, beside the frozen
-base model's predict_proba on the same rows; on the first --time-splits splits of each small cell, every split of
-a large one).  BLAS one thread, the machine shared: read the times as orders of magnitude, the ratios as figures.
+base model's predict_proba on the same rows; on the first --time-splits splits of each cell, 1 by default: scoring
+100,000 rows with a 10-class boosted model takes seconds a call on the shared machine).  BLAS one thread, the machine shared: read the times as orders of magnitude, the ratios as figures.
 """
 from __future__ import annotations
 import os
@@ -109,7 +109,7 @@ def small_split(X, y, mname, seed, costs, M, timed:bool) -> dict:
     return rows
 
 
-def large_one(X, y, M, mname, n_cal, seed, costs, n_test) -> dict:
+def large_one(X, y, M, mname, n_cal, seed, costs, n_test, timed:bool) -> dict:
     "Both estimators, without and with costs=M, on one of bench/skeptic_large.py's splits: {(costs, name): columns}."
     from sklearn.frozen import FrozenEstimator
     tr, ca, te = large_split(len(y), seed, n_cal, n_test)
@@ -120,12 +120,12 @@ def large_one(X, y, M, mname, n_cal, seed, costs, n_test) -> dict:
         warnings.simplefilter('ignore')
         for ckey, kw in (('defaults', {}), ('costs=M', dict(costs=M))):
             pair = fit_pair(FrozenEstimator(base), Xc, yc, **kw)
-            t = timings(base, pair, Xt)
+            t = timings(base, pair, Xt) if timed else None
             for name, (est, secs) in pair.items():
                 r = large_columns(est.calibrated_vectors(Xt), est.predict_proba(Xt), est.predict_action(Xt, M), yt,
                                   costs, M, secs)
-                r.update(rounds(est), first_stage=est.first_stage_.name, predict_s=t[name],
-                         base_predict_s=t['base_predict_s'])
+                r.update(rounds(est), first_stage=est.first_stage_.name)
+                if timed: r.update(predict_s=t[name], base_predict_s=t['base_predict_s'])
                 out[f"{ckey}|{name}"] = r
     return out
 
@@ -169,7 +169,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--part', default='both', choices=('both', 'small', 'large'))
     ap.add_argument('--seeds', type=int, default=20, help='splits per small cell')
-    ap.add_argument('--time-splits', type=int, default=5, help='small cells: splits on which predict_proba is timed')
+    ap.add_argument('--time-splits', type=int, default=1, help='splits of each cell on which predict_proba is timed')
     ap.add_argument('--datasets', default=None, help='small cells: comma-separated names')
     ap.add_argument('--models', default=None, help='small cells: comma-separated logreg, gnb, hgb, rf')
     ap.add_argument('--splits', type=int, default=5, help='splits per large cell')
@@ -180,7 +180,7 @@ def main(argv=None):
     ap.add_argument('--write', action='store_true')
     a = ap.parse_args(argv)
     if a.quick:
-        a.seeds, a.time_splits, a.splits, a.sizes = 2, 1, 1, '2000'
+        a.seeds, a.splits, a.sizes = 2, 1, '2000'
         a.datasets, a.models = a.datasets or 'breast_cancer,digits', a.models or 'logreg'
         a.large_models, a.large_datasets = 'gnb', 'diamonds'
     T0 = time.perf_counter()
@@ -213,7 +213,7 @@ def main(argv=None):
                 for n_cal in [int(s) for s in a.sizes.split(',')]:
                     per = []
                     for s in range(a.splits):
-                        per.append(large_one(X, y, M, mname, n_cal, s, R, TEST_ROWS[dname]))
+                        per.append(large_one(X, y, M, mname, n_cal, s, R, TEST_ROWS[dname], s < a.time_splits))
                         log(f"{dname} {mname} {n_cal} split {s}")
                     for ckey in ('defaults', 'costs=M'):
                         large[f"{dname} | {mname} | {n_cal} | {ckey}"] = [
@@ -222,8 +222,8 @@ def main(argv=None):
     lines = ["# ensemble=False against the default (ensemble=True): paired differences on held-out rows", '',
              machine_info(('estimators.py', 'classifier.py', 'crossfit.py', 'replay.py')), '',
              f"Produced by `python bench/ensemble_choice.py{' ' + ' '.join(sys.argv[1:] if argv is None else argv)}`;"
-             f" total {seconds:.0f} s (a shared machine).  Small cells: {a.seeds} splits each (predict_proba timed on "
-             f"the first {min(a.time_splits, a.seeds)}); large cells: {a.splits} splits each.  Every difference is "
+             f" total {seconds:.0f} s (a shared machine).  Small cells: {a.seeds} splits each; large cells: {a.splits} "
+             f"splits each; predict_proba timed on the first {a.time_splits} split(s) of each cell.  Every difference is "
              "ensemble=False minus the default, per split, then mean ± se over splits; what the cells and columns "
              "are: the docstring of bench/ensemble_choice.py.", '']
     tcols = ['fit s (default / False)', f'predict_proba s per {TIME_ROWS:,} rows (base / default / False)',
