@@ -1,4 +1,5 @@
-"""Measurement helpers shared by the benchmark scripts in bench/ (Linux /proc counters).
+"""Measurement helpers shared by the benchmark scripts in bench/ (Linux /proc counters), the results page
+(`emit_record`) and summaries over splits (`mse`, `paired`, `table`, `yn`).
 
 Peak memory: VmHWM is reset by writing '5' to /proc/self/clear_refs, then read after the call.
 Interference: CPU time used by other processes and hypervisor steal, from /proc/stat.
