@@ -62,8 +62,7 @@ os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
 os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
 os.environ.setdefault('OMP_NUM_THREADS', '1')
 os.environ.setdefault('MKL_NUM_THREADS', '1')
-from _measure import machine_info, emit_record                                      # noqa: E402
-from _measure import paired                                             # noqa: E402
+from _measure import machine_info, emit_record, mse, paired                         # noqa: E402
 from _data import ZSigmoidModel                                        # noqa: E402
 from _scores import zhao_gaps                                          # noqa: E402
 
@@ -156,9 +155,7 @@ def one_seed(problem:str, seed:int, costs) -> dict:
 
 def summary(per:list, key:str='worst') -> dict:
     "Mean and standard error over seeds of rows[method][key], per method."
-    v = {m: np.array([r[m][key] for r in per]) for m in METHODS}
-    return {m: (float(a.mean()), float(a.std(ddof=1) / np.sqrt(len(a))) if len(a) > 1 else float('nan'))
-            for m, a in v.items()}
+    return {m: mse([r[m][key] for r in per]) for m in METHODS}
 
 
 def overlaps(M, reg) -> dict:

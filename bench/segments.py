@@ -47,7 +47,7 @@ os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
 os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
 os.environ.setdefault('OMP_NUM_THREADS', '1')
 os.environ.setdefault('MKL_NUM_THREADS', '1')
-from _measure import machine_info, emit_record, paired                              # noqa: E402
+from _measure import machine_info, emit_record, paired, mse                             # noqa: E402
 from _data import ZSigmoidModel as Model     # noqa: E402  (the name nbs/13_tutorial_segments.ipynb reads)
 from _scores import zhao_gaps                                          # noqa: E402
 from _calibrators import run_mcgrad                                    # noqa: E402
@@ -120,7 +120,7 @@ def summary(per:list, key:str) -> dict:
     for m in METHODS:
         v = [r[m][key] for r in per if key in r.get(m, {})]
         if len(v) == len(per) and v:
-            out[m] = (float(np.mean(v)), float(np.std(v, ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float('nan'))
+            out[m] = mse(v)
     return out
 
 

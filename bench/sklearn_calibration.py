@@ -46,7 +46,7 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info   # noqa: E402
+from _measure import machine_info, mse   # noqa: E402
 from _data import sklearn_datasets, SKLEARN_MODELS, split, random_costs   # noqa: E402
 from _scores import zhao_gaps, brier, noise_floor                      # noqa: E402
 
@@ -156,9 +156,8 @@ COLS = [('mean_gap', 'mean gap', 4), ('max_gap', 'max gap', 4), ('proba_gap', 'm
 
 
 def fmt(vals, nd):
-    v = np.asarray(vals, float)
-    se = v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else float('nan')
-    return f"{v.mean():.{nd}f} ± {se:.{nd}f}" if len(v) > 1 else f"{v.mean():.{nd}f}"
+    m, se = mse(vals)
+    return f"{m:.{nd}f} ± {se:.{nd}f}" if len(vals) > 1 else f"{m:.{nd}f}"
 
 
 def main(argv=None):
