@@ -1,4 +1,5 @@
-"""Measurement helpers shared by the benchmark scripts in bench/ (Linux /proc counters).
+"""Measurement helpers shared by the benchmark scripts in bench/ (Linux /proc counters), the results page
+(`emit_record`) and summaries over splits (`mse`, `paired`, `table`, `yn`).
 
 Peak memory: VmHWM is reset by writing '5' to /proc/self/clear_refs, then read after the call.
 Interference: CPU time used by other processes and hypervisor steal, from /proc/stat.
@@ -127,20 +128,22 @@ def emit_record(lines:list, blob, name:str, write:bool) -> str:
     return text
 
 
-def gap_statistics(V, y, costs, block:int=16) -> dict:
-    """Zhao et al.'s gap on test rows, with what noise alone gives.  Per decision maker k (costs[k], best response
-    to V), d_i = paid - promised on row i:
-      'gap'      |mean d|, the plain gap;
-      'dgap2'    (mean d)^2 - var(d) / n, an unbiased estimate of the squared population gap (about 0 when V is
-                 calibrated, whatever n);
-      'floor'    sqrt(2 / pi) sd(d) / sqrt(n), what the plain gap of calibrated predictions is on average on n rows.
-    Each a (K,) array; computed `block` decision makers at a time (the (block, n, A) arrays stay small)."""
-    from deccal.decisions import cost_gap_rows
-    V, y, costs = np.asarray(V, np.float64), np.asarray(y), np.asarray(costs, np.float64)
-    out = {k: np.empty(len(costs)) for k in ('gap', 'dgap2', 'floor')}
-    for k0 in range(0, len(costs), block):
-        d = cost_gap_rows(V, y, costs[k0:k0 + block])
-        n, m, v = d.shape[1], d.mean(1), d.var(1, ddof=1)
-        out['gap'][k0:k0 + block], out['dgap2'][k0:k0 + block] = np.abs(m), m ** 2 - v / n
-        out['floor'][k0:k0 + block] = np.sqrt(2 / np.pi * v / n)
-    return out
+
+# ----------------------------------------------------------------------------- summaries over splits
+def mse(v):
+    "(mean, standard error over splits) of a list."
+    v = np.asarray(v, float)
+    return float(v.mean()), (float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float('nan'))
+
+
+def table(rows, head):
+    "A markdown table: the header `head` and the rows (lists of strings)."
+    return ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)] + ['| ' + ' | '.join(r) + ' |' for r in rows]
+
+
+def paired(per:list, a:str, b:str, key:str):
+    "(mean, paired se) over splits of a - b in column `key`; per: a list of per-split {name: columns}."
+    return mse([r[a][key] - r[b][key] for r in per])
+
+
+def yn(b): return 'yes' if b else 'NO'

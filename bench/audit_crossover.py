@@ -19,7 +19,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 from _measure import machine_info, loadavg                                  # noqa: E402
-from audit_scale import make_data                                           # noqa: E402  (the same scenario)
+from _scale import make_data                                                # noqa: E402  (audit_scale's scenario)
 
 NS = [1500, 3000, 5000, 10_000, 20_000]
 KW = dict(n_actions=5, beta=10.0, R1=1.0, seed=0)

@@ -24,33 +24,10 @@ import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
-from _measure import rss_bytes, hwm_bytes, reset_hwm, other_busy, machine_info   # noqa: E402
+from _measure import other_busy, machine_info   # noqa: E402
+from _scale import audit_one   # noqa: E402
 
-SEED = 20240601
 NS = [1000, 3000, 10_000, 30_000, 100_000, 300_000, 1_000_000]
-KW = dict(n_actions=5, beta=10.0, R1=1.0)
-
-
-def make_data(n, seed=SEED):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, 3))
-    return 0.8 * x, x + 0.3 * rng.standard_normal((n, 3))
-
-
-def one(n, method):
-    import deccal
-    from deccal import Embedding, RBF, audit
-    k = RBF(0.5)
-    px, y = make_data(300, 1)
-    for m in ('exact', 'randomized', 'landmarks'): audit(Embedding.from_points(px), y, k, method=m, **KW)   # warm-up
-    px, y = make_data(n)
-    pred = Embedding.from_points(px)
-    reset_hwm(); rss0 = rss_bytes()
-    t0 = time.perf_counter()
-    r = audit(pred, y, k, method=method, **KW)
-    secs = time.perf_counter() - t0
-    info = {k: r.info.get(k) for k in ('method', 'rank_P', 'rank_R', 'landmarks', 'search_rows', 'passes')}
-    return dict(n=n, seconds=secs, peak_gb=(hwm_bytes() - rss0) / 1e9, value=r.value, loss_atoms=int(r.loss.atoms.shape[0]), **info)
 
 
 def run(n, method='auto'):
@@ -66,7 +43,7 @@ def main(argv=None):
     ap.add_argument('--method', default='auto')
     a = ap.parse_args(argv)
     if a.one:
-        print(json.dumps(one(a.one, a.method))); return
+        print(json.dumps(audit_one(a.one, a.method))); return
     ns = a.n or NS
     rows = []
     for n in ns:

@@ -33,41 +33,28 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info, emit_record                         # noqa: E402
-from skeptic import CLF_MODELS, N_COSTS, N_ACTIONS, BASELINES, mse     # noqa: E402
-from sklearn_calibration import zhao_gaps                             # noqa: E402
-from sklearn.datasets import make_classification                       # noqa: E402
+# the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
+# (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
+os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+os.environ.setdefault('MKL_NUM_THREADS', '1')
+from _measure import machine_info, emit_record, mse                    # noqa: E402
+from _data import random_costs, pool_split_and_model, POOL_ROWS, POOL_TRAIN, POOL_TEST   # noqa: E402
+from _scores import zhao_gaps                                          # noqa: E402
+from _calibrators import BASELINES                                     # noqa: E402
 from sklearn.calibration import CalibratedClassifierCV                 # noqa: E402
 from sklearn.frozen import FrozenEstimator                             # noqa: E402
 from deccal.estimators import DecisionCalibratedClassifier             # noqa: E402
 
 MODELS = ('logreg', 'gnb', 'hgb')
 SIZES = (500, 1500, 5000, 15000)
-N_ROWS, N_TRAIN, N_TEST = 80_000, 2_000, 20_000
-
-
-def data():
-    "The skeptic's make_classification problem, with N_ROWS rows."
-    return make_classification(n_samples=N_ROWS, n_features=20, n_informative=10, n_redundant=4, n_classes=5,
-                               n_clusters_per_class=2, class_sep=1.0, flip_y=0.02, random_state=0)
-
-
-def split_and_model(mname, seed):
-    "The data, split `seed` (training, test and pool rows) and the base model `mname` fitted on its training rows."
-    X, y = data()
-    idx = np.random.default_rng([seed, 11]).permutation(len(y))
-    tr, te, pool = idx[:N_TRAIN], idx[N_TRAIN:N_TRAIN + N_TEST], idx[N_TRAIN + N_TEST:]
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        base = CLF_MODELS[mname]().fit(X[tr], y[tr])
-    return X, y, te, pool, base
+N_ROWS, N_TRAIN, N_TEST = POOL_ROWS, POOL_TRAIN, POOL_TEST   # the synthetic pool of bench/_data.py
 
 
 def run(job):
     "One model and split: {size: {calibrator: mean gap}, ...}."
     mname, seed, sizes = job
-    X, y, te, pool, base = split_and_model(mname, seed)
-    costs = np.random.default_rng(12345).uniform(0, 1, (N_COSTS, N_ACTIONS, 5))   # the skeptic's
+    X, y, te, pool, base = pool_split_and_model(mname, seed)
+    costs = random_costs(5)                                                       # the skeptic's
     out = {}
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')

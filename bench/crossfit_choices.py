@@ -41,8 +41,9 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info                                     # noqa: E402
-from sklearn_calibration import datasets, split, zhao_gaps, brier, N_COSTS, N_ACTIONS, MODELS   # noqa: E402
+from _measure import machine_info, mse                                # noqa: E402
+from _data import N_COSTS, N_ACTIONS, sklearn_datasets, SKLEARN_MODELS, split, random_costs   # noqa: E402
+from _scores import zhao_gaps, brier                                  # noqa: E402
 
 from sklearn.ensemble import HistGradientBoostingClassifier           # noqa: E402
 from sklearn.frozen import FrozenEstimator                             # noqa: E402
@@ -55,7 +56,7 @@ from deccal.crossfit import CrossFitDeCal                             # noqa: E4
 
 SETS = {   # name: (data set, base model's label, base model)
     'digits_nb': ('digits', 'GaussianNB', GaussianNB),
-    'digits_lr': ('digits', 'LogisticRegression (standardized)', MODELS['LogisticRegression']),
+    'digits_lr': ('digits', 'LogisticRegression (standardized)', SKLEARN_MODELS['LogisticRegression']),
     'breast_cancer_nb': ('breast_cancer', 'GaussianNB', GaussianNB),
     'make_classification_hgb': ('make_classification', 'HistGradientBoosting',
                                 lambda: HistGradientBoostingClassifier(random_state=0)),
@@ -141,13 +142,14 @@ def run_split(set_name, seed, configs, costs, X, y, first_stage='auto') -> dict:
 
 
 # ----------------------------------------------------------------------------- tables
-def mse(v, nd, sign=False):
-    "mean ± standard error over splits."
+def fmt(v, nd, sign=False):
+    "mean ± standard error over splits, as text."
     v = np.asarray(v, float) + 0.0                   # + 0.0: no '-0.0000' for exact zeros
     v[np.abs(v) < 1e-12] = 0.0                        # differences of a few ulps print as 0
     f = f"{{:+.{nd}f}}" if sign else f"{{:.{nd}f}}"
-    if len(v) < 2: return f.format(v.mean())
-    return f"{f.format(v.mean())} ± {v.std(ddof=1) / np.sqrt(len(v)):.{nd}f}"
+    m, s = mse(v)
+    if len(v) < 2: return f.format(m)
+    return f"{f.format(m)} ± {s:.{nd}f}"
 
 
 COLS = [('mean_gap', 'mean gap', 4), ('brier', 'Brier', 4), ('log_loss', 'log loss', 3)]
@@ -163,19 +165,19 @@ def table(res: dict, set_name: str, configs) -> list:
     fs = 'first stage alone'
     for c in list(REFS) + list(configs):
         if any(c not in res[s] for s in seeds): continue
-        row = [c, mse(get(c, 'mean_gap'), 4),
-               mse(np.subtract(get(c, 'mean_gap'), get(fs, 'mean_gap')), 4, True) if c != fs else '',
-               mse(np.subtract(get(c, 'mean_gap'), get('defaults', 'mean_gap')), 4, True)
+        row = [c, fmt(get(c, 'mean_gap'), 4),
+               fmt(np.subtract(get(c, 'mean_gap'), get(fs, 'mean_gap')), 4, True) if c != fs else '',
+               fmt(np.subtract(get(c, 'mean_gap'), get('defaults', 'mean_gap')), 4, True)
                if c in CONFIGS and c != 'defaults' and all('defaults' in res[s] for s in seeds) else '',
-               mse(get(c, 'brier'), 4),
-               mse(np.subtract(get(c, 'brier'), get(fs, 'brier')), 4, True) if c != fs else '',
-               mse(get(c, 'log_loss'), 3),
-               mse(np.subtract(get(c, 'log_loss'), get(fs, 'log_loss')), 3, True) if c != fs else '',
-               mse(get(c, 'max_gap'), 4)]
+               fmt(get(c, 'brier'), 4),
+               fmt(np.subtract(get(c, 'brier'), get(fs, 'brier')), 4, True) if c != fs else '',
+               fmt(get(c, 'log_loss'), 3),
+               fmt(np.subtract(get(c, 'log_loss'), get(fs, 'log_loss')), 3, True) if c != fs else '',
+               fmt(get(c, 'max_gap'), 4)]
         if c in CONFIGS:
             kept = get(c, 'kept')
-            row += [f"{mse(kept, 1)} ({sum(k > 0 for k in kept)}/{len(kept)} > 0)", mse(get(c, 'run'), 1),
-                    mse(get(c, 'floor'), 3), mse(get(c, 'cpu_s'), 2)]
+            row += [f"{fmt(kept, 1)} ({sum(k > 0 for k in kept)}/{len(kept)} > 0)", fmt(get(c, 'run'), 1),
+                    fmt(get(c, 'floor'), 3), fmt(get(c, 'cpu_s'), 2)]
         else: row += [''] * 4
         lines.append('| ' + ' | '.join(row) + ' |')
     return lines
@@ -213,14 +215,14 @@ def main(argv=None):
     notes = {}
     data = {}
     for s in SETS:                                  # every set: the tables show what the logs hold
-        X, y = datasets()[SETS[s][0]]()
+        X, y = sklearn_datasets()[SETS[s][0]]()
         data[s] = (X, np.unique(y, return_inverse=True)[1])
     for seed in range(a.seeds):                     # splits outermost: an interrupted run has every set's first splits
         for s in sets:
             X, y = data[s]
             if (fs_run, s, seed) in done or a.only_log: continue
             C = int(y.max()) + 1
-            costs = np.random.default_rng(12345).uniform(0, 1, (N_COSTS, N_ACTIONS, C))   # sklearn_calibration's
+            costs = random_costs(C)                            # sklearn_calibration's
             res = run_split(s, seed, configs, costs, X, y, None if fs_run == 'none' else 'auto')
             done[(fs_run, s, seed)] = res
             if logs:

@@ -39,7 +39,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 from _measure import rss_bytes, hwm_bytes, reset_hwm, other_busy, machine_info, cpu_snapshot, loadavg, wait_idle   # noqa: E402
-from fit_scale import make_data, instrument, warm_up, sources, blas_env                                            # noqa: E402
+from _scale import make_data, instrument, warm_up, sources, blas_env                                               # noqa: E402
 
 CASES = [(100_000, 25_000), (300_000, 50_000)]
 FIT = dict(n_actions=5, beta=10.0, R1=1.0, eps=0.02, step='line-search', early_stopping=False)

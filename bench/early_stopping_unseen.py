@@ -56,7 +56,7 @@ import scipy.special
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info   # noqa: E402
+from _measure import machine_info, mse   # noqa: E402
 
 import deccal                         # noqa: E402
 from deccal import Embedding, DimFreeDeCal   # noqa: E402
@@ -128,11 +128,6 @@ def one(problem, s):
     np.testing.assert_allclose(out['default'][2], sqG[k], rtol=1e-8)   # (b) transforms as (d) truncated at k
     out['val_kept'], out['val_round0'] = float(hl[k]), float(hl[0])
     return out
-
-
-def mse(v):
-    "(mean, standard error over seeds)."
-    v = np.asarray(v, float); return float(v.mean()), float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float('nan')
 
 
 def summarize(rows):

@@ -32,35 +32,24 @@ import os
 os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
 os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
 os.environ.setdefault('OMP_NUM_THREADS', '1')
-import argparse, sys, time, warnings
+import argparse, sys, time
 
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info                                      # noqa: E402
-from skeptic import clf_datasets, CLF_MODELS, N_COSTS, N_ACTIONS, BASELINES, mse   # noqa: E402
-from sklearn_calibration import zhao_gaps, split                      # noqa: E402
-from sklearn.calibration import CalibratedClassifierCV                 # noqa: E402
-from sklearn.frozen import FrozenEstimator                             # noqa: E402
+# the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
+# (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
+os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+os.environ.setdefault('MKL_NUM_THREADS', '1')
+from _measure import machine_info, mse                                 # noqa: E402
+from _data import clf_datasets, CLF_MODELS, random_costs              # noqa: E402
+from _scores import zhao_gaps                                          # noqa: E402
+from _calibrators import BASELINES, split_and_baselines               # noqa: E402
 from deccal.first_stage import select_first_stage                      # noqa: E402
 
 RULES = ('brier', 'gap', 'named')
-
-
-def split_and_baselines(X, y, mname, seed):
-    """The skeptic's split `seed`, its base model fitted on the training rows: the calibration and test probabilities
-    Pc, Pt, labels yc, yt, and each baseline's test probabilities (none: Pt; the others fitted on the calibration
-    rows)."""
-    tr, ca, te = split(y, seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        base = CLF_MODELS[mname]().fit(X[tr], y[tr])
-        Pc, Pt, yc, yt = base.predict_proba(X[ca]), base.predict_proba(X[te]), y[ca], y[te]
-        probs = {'none': Pt, **{m: CalibratedClassifierCV(FrozenEstimator(base), method=m).fit(X[ca], yc)
-                                .predict_proba(X[te]) for m in BASELINES[1:]}}
-    return Pc, Pt, yc, yt, probs
 
 
 def cell(X, y, mname, seeds, costs, others):
@@ -95,8 +84,8 @@ def main(argv=None):
     for dname, (load, _, _) in clf_datasets().items():
         X, y = load()
         y = np.unique(y, return_inverse=True)[1]
-        costs = np.random.default_rng(12345).uniform(0, 1, (N_COSTS, N_ACTIONS, y.max() + 1))   # the skeptic's
-        others = np.random.default_rng(54321).uniform(0, 1, (N_COSTS, N_ACTIONS, y.max() + 1))
+        costs = random_costs(y.max() + 1)                  # the skeptic's
+        others = random_costs(y.max() + 1, seed=54321)
         for mname in CLF_MODELS:
             recs = cell(X, y, mname, range(a.seeds), costs, others)
             best = min(BASELINES, key=lambda b: np.mean([r[b] for r in recs]))

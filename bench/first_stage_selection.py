@@ -44,42 +44,20 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info, emit_record                         # noqa: E402
-from skeptic import (clf_datasets, CLF_MODELS, N_COSTS, N_ACTIONS, BASELINES, fixed_costs,   # noqa: E402
-                     mse)
-from sklearn_calibration import zhao_gaps                             # noqa: E402
-from first_stage_rules import split_and_baselines                     # noqa: E402
-from deccal.first_stage import (FIRST_STAGES, SIMPLE_STAGES, stratified_folds, stage_mean, weighted_pairs,   # noqa: E402
-                                averageable, log_loss_rows, select_first_stage)
+# the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
+# (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
+os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+os.environ.setdefault('MKL_NUM_THREADS', '1')
+from _measure import machine_info, emit_record, mse                    # noqa: E402
+from _data import clf_datasets, CLF_MODELS, fixed_costs, random_costs  # noqa: E402
+from _scores import zhao_gaps                                          # noqa: E402
+from _calibrators import BASELINES, split_and_baselines, candidates   # noqa: E402
+from deccal.first_stage import SIMPLE_STAGES, stage_mean, log_loss_rows, select_first_stage   # noqa: E402
 from deccal.decisions import cost_gap_rows                             # noqa: E402
 
 RULES = {'lowest': 'lowest', 'simple1': 'simple 1 se', 'simple2': 'simple 2 se', 'll1': 'log loss within 1 se',
          'bag': 'bagged', 'bag_ll1': 'bagged, log loss within 1 se'}
 N_BOOT = 200
-CV = 5
-
-
-def candidates(Pc, yc, Pt, seed):
-    "Every candidate's out-of-fold probabilities (as select_first_stage makes them), test probabilities and parts."
-    folds = stratified_folds(yc, CV, seed)
-    oofs, tests, parts = {}, {}, {}
-    singles = [nm for nm in FIRST_STAGES if averageable(nm)]
-    for nm in singles:
-        oof = np.empty_like(Pc)
-        for k in range(CV):
-            tr, te = folds != k, folds == k
-            oof[te] = FIRST_STAGES[nm]().fit(Pc[tr], yc[tr]).transform(Pc[te])
-        oofs[nm], tests[nm], parts[nm] = oof, FIRST_STAGES[nm]().fit(Pc, yc).transform(Pt), ((nm,), (1.0,))
-    for nm in FIRST_STAGES:                                   # the named averages
-        if nm in oofs or FIRST_STAGES[nm]().uses_groups: continue
-        ps = tuple(nm.split('+'))
-        oofs[nm], tests[nm] = stage_mean([oofs[q] for q in ps]), stage_mean([tests[q] for q in ps])
-        parts[nm] = (ps, (1 / len(ps),) * len(ps))
-    for nm, (ps, w) in weighted_pairs(singles, 4, set(oofs)).items():
-        w = np.array(w)
-        oofs[nm], tests[nm] = stage_mean([oofs[q] for q in ps], w), stage_mean([tests[q] for q in ps], w)
-        parts[nm] = (ps, tuple(w))
-    return oofs, tests, parts
 
 
 def choices(oofs, yc, R, seed):
@@ -127,8 +105,8 @@ def cell(job):
     X, y = load()
     y = np.unique(y, return_inverse=True)[1]
     C = y.max() + 1
-    costs = np.random.default_rng(12345).uniform(0, 1, (N_COSTS, N_ACTIONS, C))   # the skeptic's
-    others = np.random.default_rng(54321).uniform(0, 1, (N_COSTS, N_ACTIONS, C))
+    costs = random_costs(C)                            # the skeptic's
+    others = random_costs(C, seed=54321)
     M = fixed_costs(C, expensive)
 
     def scores(P, yt):

@@ -39,114 +39,17 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import rss_bytes, hwm_bytes, reset_hwm, other_busy, machine_info, cpu_snapshot, loadavg, wait_idle, source_sha   # noqa: E402
+from _measure import other_busy, machine_info, loadavg, wait_idle, GB   # noqa: E402
+from _scale import make_data, warm_up, fit_one, blas_env, FIT_KW, FIT_ROUNDS   # noqa: E402
 
-SEED = 20240601
 NS = [1000, 3000, 10_000, 30_000, 100_000, 300_000, 1_000_000]
-KW = dict(n_actions=5, beta=10.0, R1=1.0, eps=0.02, step='line-search', early_stopping=False)
-MAX_ROUNDS = 20
 TIMEOUT = 15 * 60            # seconds: a run longer than this is stopped
 IDLE_WAIT = 60               # seconds: before each run, wait up to this long for other processes to use < 10% of the CPUs (the machine stayed busy)
-GB = 1e9
 OUT = os.path.join(REPO, 'bench', 'fit_scale_results.md')
 PNG = os.path.join(REPO, 'bench', 'fit_scale.png')
 
 
-def make_data(n, seed=SEED):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, 3))
-    return 0.8 * x, x + 0.3 * rng.standard_normal((n, 3))
-
-
 # ----------------------------------------------------------------------------- the subprocess
-def instrument(progress=None):
-    """Wrap deccal.dimfree's module-level helpers with timers (only in this process); returns the dict of seconds and calls.
-    `progress(event)`, if given, is called after the row state is built ('setup') and after each round's patch ('round')."""
-    import deccal.dimfree as dfm
-    import deccal.rounds as drm                      # the loop of rounds (search, basis, whitening, gathering)
-    T = {}
-    active = set()                                   # timers running now: a call within one of the same name is not counted again
-    def timed(name, f):
-        def g(*a, **k):
-            if name in active: return f(*a, **k)
-            t = time.perf_counter(); active.add(name)
-            try: return f(*a, **k)
-            finally:
-                active.discard(name)
-                T[name] = T.get(name, 0.0) + time.perf_counter() - t
-                T[name + '_calls'] = T.get(name + '_calls', 0) + 1
-        return g
-    drm.search_groups = timed('search', drm.search_groups)
-    drm.make_basis = timed('basis', drm.make_basis)
-    drm.whiten = timed('whiten', drm.whiten)
-    drm.stack_search = timed('gather', drm.stack_search)            # each round: the blocks' search rows stacked
-    build = dfm.LocalRows.build
-    def build_rows(*a, **k):
-        out = build(*a, **k)
-        T['block_rows'] = sorted(set(out.sizes)) ; T['blocks'] = len(out.sizes)
-        return out
-    dfm.LocalRows.build = timed('build_rows', build_rows)   # a plain function on the class: called as LocalRows.build(...)
-    if progress is not None:
-        timed_build, rows_map = dfm.LocalRows.build, dfm.LocalRows.map
-        def build_then_report(*a, **k):
-            out = timed_build(*a, **k); progress('setup'); return out
-        def map_then_report(self, method, *args):
-            out = rows_map(self, method, *args)
-            if method == 'patch': progress('round')
-            return out
-        dfm.LocalRows.build, dfm.LocalRows.map = build_then_report, map_then_report
-    return T
-
-
-def warm_up():
-    "Fits on a few hundred points through both paths (in memory, and row blocks with search_max=300)."
-    from deccal import Embedding, RBF, DimFreeDeCal
-    px, y = make_data(300, 1)
-    DimFreeDeCal(RBF(0.5), max_rounds=2, **KW).fit(Embedding.from_points(px), y)
-    px, y = make_data(600, 2)
-    DimFreeDeCal(RBF(0.5), max_rounds=2, search_max=300, exact_max=100, **KW).fit(Embedding.from_points(px), y)
-
-
-def sources(names=('dimfree.py', 'audit.py', 'dask.py')):
-    "sha256 (12 hex digits) of the deccal modules this process loaded (the checkout is shared: a change mid-run shows here)."
-    return {f: source_sha(f) for f in names}
-
-
-def one(n, max_rank=300, rounds=MAX_ROUNDS):
-    from deccal import Embedding, RBF, DimFreeDeCal
-    src = sources()
-    P = dict(on=False, t0=0.0, rss0=0, round=0)
-    def progress(event):
-        "A PROGRESS line on stdout (the parent reads them if it has to stop this run): elapsed time and peak memory so far."
-        if not P['on']: return
-        P['round'] += event == 'round'
-        print('PROGRESS ' + json.dumps(dict(event=event, round=P['round'], seconds=time.perf_counter() - P['t0'],
-                                            peak_gb=(hwm_bytes() - P['rss0']) / GB)), flush=True)
-    T = instrument(progress)
-    warm_up()
-    px, y = make_data(n)
-    pred = Embedding.from_points(px)
-    cal = DimFreeDeCal(RBF(0.5), max_rounds=rounds, max_rank=max_rank, **KW)
-    T.clear()
-    reset_hwm(); rss0 = rss_bytes()
-    c0 = cpu_snapshot()
-    t0 = time.perf_counter()
-    P.update(on=True, t0=t0, rss0=rss0)
-    cal.fit(pred, y)
-    secs = time.perf_counter() - t0
-    c1 = cpu_snapshot()
-    peak = hwm_bytes() - rss0
-    others = max(0.0, c1[2] - c0[2] - (c1[1] - c0[1])) / ((c1[0] - c0[0]) * len(os.sched_getaffinity(0)))
-    R = len(cal.all_rounds_)
-    h = cal.history_
-    audits = [r['audit_value'] for r in h if r.get('audit_value') is not None]
-    return dict(n=n, max_rank=max_rank, max_rounds=rounds, seconds=secs, rounds=R, rank=int(cal.rank_), peak_gb=peak / GB,
-                peak_over_nr8=peak / (n * cal.rank_ * 8), square_loss=h[-1]['square_loss'], square_loss_0=h[0]['square_loss'],
-                base_square_loss=cal.base_square_loss_, audit_first=audits[0] if audits else None, audit_last=audits[-1] if audits else None,
-                stop_reason=cal.stop_reason_, path='rows' if n > cal.search_max else 'in-memory', captured_trace=cal.captured_trace_,
-                basis_m=int(cal.basis_.m), cpu_s=c1[1] - c0[1], others_during=others, timers=dict(T), sources=src)
-
-
 def profile_one(n=100_000, rounds=5, top=30):
     "cProfile of a `rounds`-round fit at n (after the warm-up); the top functions by own and cumulative time, and array shapes."
     import cProfile, pstats, io, importlib
@@ -165,7 +68,7 @@ def profile_one(n=100_000, rounds=5, top=30):
         setattr(importlib.import_module('deccal.rows').Rows, meth, record(f'_Rows.{meth} (x per block)', getattr(importlib.import_module('deccal.rows').Rows, meth), lambda self, *a, **k: self.x.shape))
     px, y = make_data(n)
     pred = Embedding.from_points(px)
-    cal = DimFreeDeCal(RBF(0.5), max_rounds=rounds, **KW)
+    cal = DimFreeDeCal(RBF(0.5), max_rounds=rounds, **FIT_KW)
     pr = cProfile.Profile()
     t0 = time.perf_counter()
     pr.enable(); cal.fit(pred, y); pr.disable()
@@ -184,13 +87,6 @@ def profile_one(n=100_000, rounds=5, top=30):
 
 
 # ----------------------------------------------------------------------------- the parent
-def blas_env(blas):
-    "The environment of a subprocess: OpenBLAS limited to `blas` threads (None: OpenBLAS's default, one per core)."
-    env = dict(os.environ)
-    if blas: env['OPENBLAS_NUM_THREADS'] = str(blas)
-    return env
-
-
 def run(args, timeout=TIMEOUT, blas=None):
     "One subprocess; its last stdout line as JSON, or dict(timeout=True, progress=...) when stopped after `timeout` seconds."
     t0 = time.perf_counter()
@@ -220,7 +116,7 @@ def series(rows, blas=None, max_rank=300): return [r for r in rows if r.get('bla
 def fmt_row(r):
     if r.get('timeout'):
         done, per, setup, peak = partial(r)
-        R = r.get('max_rounds', MAX_ROUNDS)
+        R = r.get('max_rounds', FIT_ROUNDS)
         est = '' if per is None else f" (est. {setup + per * R:.0f} s for {R})"
         per_s = '' if per is None else f"{per:.1f}"
         setup_s = '' if setup is None else f"{setup:.1f}"
@@ -278,7 +174,7 @@ def plot(rows):
     for r in rows:
         if not r.get('timeout'): continue
         done, per, setup, peak = partial(r)
-        R = r.get('max_rounds', MAX_ROUNDS)
+        R = r.get('max_rounds', FIT_ROUNDS)
         ax.loglog([r['n']], [r['seconds_waited']], 'x', color='C3', ms=9, label=f"n = {r['n']:,} (max_rank {r['max_rank']}, BLAS {bt(r)}) stopped at {r['seconds_waited']:.0f} s ({done} rounds)")
         if per: ax.loglog([r['n']], [setup + per * R], 'o', mfc='none', color='C3', label=f"  its estimate for {R} rounds: {setup + per * R:.0f} s")
     for r in rows:
@@ -347,8 +243,8 @@ def write(rows, profs, ab, done, notes=()):
     if r6:
         if r6.get('timeout'):
             done_, per, setup, peak = partial(r6)
-            lines.append(f"Target n = 1,000,000 in <= 10 min: NOT met (stopped after {r6['seconds_waited']:.0f} s with {done_} of {r6.get('max_rounds', MAX_ROUNDS)} rounds done"
-                         + (f"; setup {setup:.0f} s, then {per:.1f} s per round: about {setup + per * r6.get('max_rounds', MAX_ROUNDS):.0f} s for all rounds" if per else '') + ').')
+            lines.append(f"Target n = 1,000,000 in <= 10 min: NOT met (stopped after {r6['seconds_waited']:.0f} s with {done_} of {r6.get('max_rounds', FIT_ROUNDS)} rounds done"
+                         + (f"; setup {setup:.0f} s, then {per:.1f} s per round: about {setup + per * r6.get('max_rounds', FIT_ROUNDS):.0f} s for all rounds" if per else '') + ').')
             if peak is not None:
                 lines.append(f"Target peak memory at 1,000,000 <= 8 GB: {verdict(peak <= 8)} so far: {peak:.2f} GB = {peak * GB / (r6['n'] * r6['max_rank'] * 8):.2f} x n r 8 "
                              f"(r = max_rank = {r6['max_rank']}) when it was stopped.")
@@ -361,7 +257,7 @@ def write(rows, profs, ab, done, notes=()):
         if r6b.get('timeout'):
             done_, per, setup, peak = partial(r6b)
             lines.append(f"With max_rank=200 at 1,000,000: stopped after {r6b['seconds_waited']:.0f} s with {done_} rounds done"
-                         + (f" (setup {setup:.0f} s, {per:.1f} s per round: about {setup + per * r6b.get('max_rounds', MAX_ROUNDS):.0f} s for all rounds)" if per else '')
+                         + (f" (setup {setup:.0f} s, {per:.1f} s per round: about {setup + per * r6b.get('max_rounds', FIT_ROUNDS):.0f} s for all rounds)" if per else '')
                          + (f"; peak so far {peak:.2f} GB = {peak * GB / (r6b['n'] * 200 * 8):.2f} x n r 8 (memory target {verdict(peak <= 8)})" if peak is not None else '') + '.')
         else:
             lines.append(f"With max_rank=200 at 1,000,000: {r6b['seconds']:.0f} s ({r6b['seconds'] / 60:.1f} min, time target {verdict(r6b['seconds'] <= 600)}), "
@@ -449,7 +345,7 @@ def main(argv=None):
     ap.add_argument('--n', type=int, nargs='*')
     ap.add_argument('--one', type=int)
     ap.add_argument('--max-rank', type=int, default=300)
-    ap.add_argument('--rounds', type=int, default=MAX_ROUNDS)
+    ap.add_argument('--rounds', type=int, default=FIT_ROUNDS)
     ap.add_argument('--blas-threads', type=int, help='OPENBLAS_NUM_THREADS for the measured subprocesses (default: OpenBLAS decides)')
     ap.add_argument('--profile', action='store_true', help='profile a 5-round fit at n = 100,000 and print it')
     ap.add_argument('--profile-one', type=int)
@@ -458,7 +354,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.update and not a.n: ap.error('--update needs --n')
     if a.one:
-        print(json.dumps(one(a.one, a.max_rank, a.rounds))); return
+        print(json.dumps(fit_one(a.one, a.max_rank, a.rounds))); return
     if a.profile_one:
         print(json.dumps(profile_one(a.profile_one, a.rounds))); return
     if a.profile:

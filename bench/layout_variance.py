@@ -46,7 +46,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 from _measure import machine_info                                     # noqa: E402
-from sklearn_calibration import datasets, split, N_COSTS, N_ACTIONS   # noqa: E402
+from _data import sklearn_datasets, split, random_costs                # noqa: E402
 
 from sklearn.base import clone                                        # noqa: E402
 from sklearn.frozen import FrozenEstimator                             # noqa: E402
@@ -126,7 +126,7 @@ def run(sets, modes, paths, seeds, log=None, only_log=False):   # seeds: a list 
     data = {}
     for s in sets:
         dname, mlabel, make, sparse_ok = SETS[s]
-        X, y = datasets()[dname]()
+        X, y = sklearn_datasets()[dname]()
         data[s] = X, y = np.asarray(X, float), np.unique(y, return_inverse=True)[1]
         tr, ca, te = split(y, 0)
         notes.append(f"{dname} + {mlabel}: {len(y)} rows, {X.shape[1]} features; train/calibrate/test "
@@ -135,7 +135,7 @@ def run(sets, modes, paths, seeds, log=None, only_log=False):   # seeds: a list 
         for s in sets:
             dname, mlabel, make, sparse_ok = SETS[s]
             X, y = data[s]
-            costs = np.random.default_rng(12345).uniform(0, 1, (N_COSTS, N_ACTIONS, int(y.max()) + 1))
+            costs = random_costs(int(y.max()) + 1)
             tr, ca, te = split(y, seed)
             with warnings.catch_warnings():
                 warnings.simplefilter('ignore')

@@ -32,14 +32,19 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info, emit_record   # noqa: E402
-from skeptic import mse, table, team_columns, yn                # noqa: E402
-from costs_rule import diamonds                                  # noqa: E402
+# the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
+# (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+os.environ.setdefault('OMP_NUM_THREADS', '1')
+os.environ.setdefault('MKL_NUM_THREADS', '1')
+from _measure import machine_info, emit_record, mse, table, yn   # noqa: E402
+from _data import diamonds_cut                                   # noqa: E402
+from _scores import team_columns                                 # noqa: E402
 
 
 def datasets():
     from sklearn.datasets import load_digits
-    return {'digits': lambda: load_digits(return_X_y=True), 'diamonds': diamonds}
+    return {'digits': lambda: load_digits(return_X_y=True), 'diamonds': diamonds_cut}
 
 
 def models():

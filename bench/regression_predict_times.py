@@ -23,9 +23,14 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
+# the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
+# (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+os.environ.setdefault('OMP_NUM_THREADS', '1')
+os.environ.setdefault('MKL_NUM_THREADS', '1')
 from _measure import machine_info, emit_record, reset_hwm, rss_bytes, hwm_bytes   # noqa: E402
-from regression_large import DATASETS                                             # noqa: E402
-from skeptic import table                                                          # noqa: E402
+from _measure import table                                                         # noqa: E402
+from _data import REG_LARGE_DATASETS as DATASETS                                  # noqa: E402
 
 
 def main(argv=None):

@@ -33,8 +33,10 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info, emit_record, loadavg                      # noqa: E402
-from skeptic import table                                                    # noqa: E402
+# the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
+# (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
+os.environ.setdefault('MKL_NUM_THREADS', '1')
+from _measure import machine_info, emit_record, loadavg, table               # noqa: E402
 
 
 def problem(C:int, n_cal:int, n_new:int, seed:int=0):

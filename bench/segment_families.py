@@ -7,7 +7,7 @@ Prints figures; it is not a test.  Usage:
 
 Data (binary labels): the model's logit z ~ 1.5 N(0, 1), a categorical segment A or B (probability 1/2 each), a
 numeric feature u ~ N(0, 1) and a pure-noise numeric feature ~ N(0, 1).  The model is frozen and predicts
-P(y = 1) = sigma(z) for every row (bench/segments.py's Model).  The truth is sigma(s z), with s = 1/2 where the
+P(y = 1) = sigma(z) for every row (bench/_data.py's ZSigmoidModel).  The truth is sigma(s z), with s = 1/2 where the
 model is over-confident, s = 2 where it is under-confident, s = 1 elsewhere:
 
 * 'categorical level': over-confident in segment A, under-confident in B (bench/segments.py's problem);
@@ -56,9 +56,15 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info, emit_record                                      # noqa: E402
-from sklearn_calibration import zhao_gaps                              # noqa: E402
-from segments import Model, paired                                     # noqa: E402
+# the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
+# (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
+os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+os.environ.setdefault('OMP_NUM_THREADS', '1')
+os.environ.setdefault('MKL_NUM_THREADS', '1')
+from _measure import machine_info, emit_record, mse, paired                         # noqa: E402
+from _data import ZSigmoidModel                                        # noqa: E402
+from _scores import zhao_gaps                                          # noqa: E402
 
 import pandas as pd                                                    # noqa: E402
 from sklearn.frozen import FrozenEstimator                             # noqa: E402
@@ -119,7 +125,7 @@ def one_seed(problem:str, seed:int, costs) -> dict:
     "Every predictor on one seed: {method: metrics (and, for deccal, the segments and rounds kept)}."
     Xc, yc, _, _ = planted(problem, N_CAL, 2 * seed)
     Xt, yt, tt, rt = planted(problem, N_TEST, 2 * seed + 1)
-    model = FrozenEstimator(Model().fit(Xc, yc))
+    model = FrozenEstimator(ZSigmoidModel().fit(Xc, yc))
     rows = {'model': metrics(model.predict_proba(Xt), yt, rt, costs),
             'true probabilities': metrics(np.column_stack([1 - tt, tt]), yt, rt, costs)}
     pc = model.predict_proba(Xc)[:, 1]
@@ -149,9 +155,7 @@ def one_seed(problem:str, seed:int, costs) -> dict:
 
 def summary(per:list, key:str='worst') -> dict:
     "Mean and standard error over seeds of rows[method][key], per method."
-    v = {m: np.array([r[m][key] for r in per]) for m in METHODS}
-    return {m: (float(a.mean()), float(a.std(ddof=1) / np.sqrt(len(a))) if len(a) > 1 else float('nan'))
-            for m, a in v.items()}
+    return {m: mse([r[m][key] for r in per]) for m in METHODS}
 
 
 def overlaps(M, reg) -> dict:
@@ -187,7 +191,7 @@ def main(argv=None):
                   'under-confident region | every row | log loss | worst minus the true probabilities | '
                   "worst minus segments='auto' |", '|---|---|---|---|---|---|---|---|']
         for m in METHODS:
-            d, e = paired(per, m, 'true probabilities'), paired(per, m, "segments='auto'")
+            d, e = paired(per, m, 'true probabilities', 'worst'), paired(per, m, "segments='auto'", 'worst')
             lines.append(f"| {m} | " + ' | '.join(f"{cols[k][m][0]:.4f} ± {cols[k][m][1]:.4f}" for k in cols)
                          + f" | {d[0]:+.4f} ± {d[1]:.4f} | {e[0]:+.4f} ± {e[1]:.4f} |")
         found = {m: [min(r[m]['found_over'], r[m]['found_under']) for r in per] for m in METHODS[3:]}

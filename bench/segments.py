@@ -41,12 +41,18 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info, emit_record                                      # noqa: E402
-from sklearn_calibration import zhao_gaps                              # noqa: E402
-from skeptic import run_mcgrad                                         # noqa: E402
+# the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
+# (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
+os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+os.environ.setdefault('OMP_NUM_THREADS', '1')
+os.environ.setdefault('MKL_NUM_THREADS', '1')
+from _measure import machine_info, emit_record, paired, mse                             # noqa: E402
+from _data import ZSigmoidModel as Model     # noqa: E402  (the name nbs/13_tutorial_segments.ipynb reads)
+from _scores import zhao_gaps                                          # noqa: E402
+from _calibrators import run_mcgrad                                    # noqa: E402
 
 import pandas as pd                                                    # noqa: E402
-from sklearn.base import BaseEstimator, ClassifierMixin               # noqa: E402
 from sklearn.calibration import CalibratedClassifierCV                 # noqa: E402
 from sklearn.frozen import FrozenEstimator                             # noqa: E402
 from deccal.estimators import DecisionCalibratedClassifier             # noqa: E402
@@ -70,15 +76,6 @@ def planted(n:int, seed:int, scales:tuple):
     y = (rng.uniform(size=n) < t).astype(int)
     X = pd.DataFrame(dict(z=z, segment=np.where(A, 'A', 'B'), noise=rng.normal(size=n)))
     return X, y, t, A
-
-
-class Model(ClassifierMixin, BaseEstimator):
-    "The frozen model: P(y = 1) = sigma(z), whatever the segment."
-    def fit(self, X, y): self.classes_ = np.array([0, 1]); return self
-    def predict_proba(self, X):
-        p = 1 / (1 + np.exp(-np.asarray(X['z'], float)))
-        return np.column_stack([1 - p, p])
-    def predict(self, X): return (self.predict_proba(X)[:, 1] > 0.5).astype(int)
 
 
 def metrics(P, y, A, costs) -> dict:
@@ -123,13 +120,8 @@ def summary(per:list, key:str) -> dict:
     for m in METHODS:
         v = [r[m][key] for r in per if key in r.get(m, {})]
         if len(v) == len(per) and v:
-            out[m] = (float(np.mean(v)), float(np.std(v, ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float('nan'))
+            out[m] = mse(v)
     return out
-
-
-def paired(per:list, a:str, b:str, key:str='worst') -> tuple:
-    d = np.array([r[a][key] - r[b][key] for r in per])
-    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float('nan')
 
 
 def main(argv=None):
@@ -168,19 +160,19 @@ def main(argv=None):
         cols = {k: summary(per, k) for k in ('worst', 'gap_A', 'gap_B', 'overall', 'log_loss')}
         for m in METHODS:
             if m not in cols['worst']: continue
-            d = paired(per, m, 'true probabilities')
+            d = paired(per, m, 'true probabilities', 'worst')
             lines.append(f"| {m} | " + ' | '.join(f"{cols[k][m][0]:.4f} ± {cols[k][m][1]:.4f}" for k in cols)
                          + f" | {d[0]:+.4f} ± {d[1]:.4f} |")
         if res['mcgrad_note']: lines.append(f"\nMCGrad: {res['mcgrad_note']}")
         lines.append('')
         truth = cols['worst']['true probabilities'][0]
-        dd = paired(per, 'deccal', 'true probabilities')
+        dd = paired(per, 'deccal', 'true probabilities', 'worst')
         v = dict(deccal_within_noise=bool(dd[0] <= 2 * dd[1]), deccal_minus_truth=dd,
                  others_ratio={m: cols['worst'][m][0] / truth for m in METHODS[2:]
                                if m in cols['worst'] and m not in ('deccal', ORACLE)},
-                 deccal_minus_oracle=paired(per, 'deccal', ORACLE))
+                 deccal_minus_oracle=paired(per, 'deccal', ORACLE, 'worst'))
         if scen == 'no segment effect':
-            v['deccal_minus_no_segments'] = paired(per, 'deccal', 'deccal (no segments)')
+            v['deccal_minus_no_segments'] = paired(per, 'deccal', 'deccal (no segments)', 'worst')
             v['deccal_minus_no_segments_overall'] = paired(per, 'deccal', 'deccal (no segments)', 'overall')
         verdicts[scen] = v
         lines += [f"deccal's worst segment minus the true probabilities': {dd[0]:+.4f} ± {dd[1]:.4f} "

@@ -84,168 +84,30 @@ os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
 os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
 os.environ.setdefault('OMP_NUM_THREADS', '1')
 os.environ.setdefault('MKL_NUM_THREADS', '1')
-import sys
-
-
-# ----------------------------------------------------------------------------- MCGrad, in its own venv
-def mcgrad_worker(path_in, path_out):
-    """Run in the MCGrad venv (it needs torch, which deccal's venv does not have): for every split in the npz file,
-    fit MCGrad on the calibration split (features + the base model's P(positive)) and predict on the test split."""
-    import time
-    import numpy as np, pandas as pd
-    from mcgrad.methods import MCGrad
-    d = np.load(path_in)
-    out = {}
-    for s in range(int(d['n'])):
-        Xc, pc, yc, Xt, pt = (d[f'{k}{s}'] for k in ('Xc', 'pc', 'yc', 'Xt', 'pt'))
-        cols = [f'f{j}' for j in range(Xc.shape[1])]
-        frame = lambda X, p, y=None: pd.DataFrame({**{c: X[:, j] for j, c in enumerate(cols)}, 'prediction': p,
-                                                   'label': np.zeros(len(p)) if y is None else y})
-        t0 = time.perf_counter()
-        m = MCGrad(random_state=s)
-        m.fit(df_train=frame(Xc, pc, yc), prediction_column_name='prediction', label_column_name='label',
-              numerical_feature_column_names=cols)
-        secs = time.perf_counter() - t0
-        out[f'p{s}'] = np.asarray(m.predict(df=frame(Xt, pt), prediction_column_name='prediction',
-                                            numerical_feature_column_names=cols), float)
-        out[f't{s}'] = np.array(secs)
-    np.savez(path_out, **out)
-
-
-if __name__ == '__main__' and len(sys.argv) > 1 and sys.argv[1] == '--mcgrad-worker':
-    mcgrad_worker(sys.argv[2], sys.argv[3])
-    sys.exit(0)
-
-import argparse, shlex, subprocess, tempfile, time, warnings   # noqa: E402
+import argparse, shlex, subprocess, sys, time, warnings
 
 import numpy as np                                                     # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info, gap_statistics                      # noqa: E402
-from sklearn_calibration import zhao_gaps, brier, split               # noqa: E402  (the old benchmark's helpers)
+from _measure import machine_info, mse, table, yn, paired               # noqa: E402
+from _data import (N_COSTS, N_ACTIONS, clf_datasets, CLF_MODELS, split, fixed_costs, random_costs,   # noqa: E402
+                   reg_datasets, REG_MODELS)
+from _scores import noise_floor, prob_metrics, rounds                   # noqa: E402
+from _calibrators import BASELINES, run_mcgrad                          # noqa: E402
 
 from sklearn.calibration import CalibratedClassifierCV                 # noqa: E402
-from sklearn.datasets import (load_digits, load_breast_cancer, load_wine, make_classification,   # noqa: E402
-                              load_diabetes, make_friedman1)
-from sklearn.ensemble import (RandomForestClassifier, HistGradientBoostingClassifier,            # noqa: E402
-                              HistGradientBoostingRegressor)
 from sklearn.frozen import FrozenEstimator                             # noqa: E402
-from sklearn.linear_model import LogisticRegression, Ridge            # noqa: E402
-from sklearn.naive_bayes import GaussianNB                             # noqa: E402
-from sklearn.pipeline import make_pipeline                             # noqa: E402
-from sklearn.preprocessing import StandardScaler                       # noqa: E402
 
 import deccal                                                          # noqa: E402
 from deccal.estimators import DecisionCalibratedClassifier, DecisionCalibratedRegressor   # noqa: E402
 from deccal.first_stage import MatrixScaling                           # noqa: E402
 
-N_COSTS, N_ACTIONS = 200, 5
-BASELINES = ('none', 'sigmoid', 'isotonic', 'temperature')   # the 'best baseline' of a cell is chosen among these
 FLOOR = 0.2                                                   # regression outcomes are scaled to [FLOOR, 1]
 ORDERS = np.linspace(0.3, 0.9, 5)                             # the newsvendor's order levels
 C_UNDER, C_OVER = 0.8, 0.2                                    # its cost of a unit short / left over
 LEVELS = (0.1, 0.5, 0.9)                                      # pinball levels
-
-
-def have_statsmodels():
-    try:
-        import statsmodels.datasets  # noqa: F401
-        return True
-    except ImportError: return False
-
-
-# ----------------------------------------------------------------------------- classification data and models
-def _fair():
-    import statsmodels.datasets
-    d = statsmodels.datasets.fair.load_pandas().data
-    return d.drop(columns='affairs').to_numpy(float), (d['affairs'].to_numpy() > 0).astype(int)
-
-
-def clf_datasets():
-    "name -> (loader, the positive / expensive class (a label code after np.unique), description)."
-    third = (('fair', _fair, 1, "statsmodels fair: any affair") if have_statsmodels() else
-             ('wine', lambda: load_wine(return_X_y=True), 2, 'load_wine (statsmodels not installed)'))
-    mc = lambda: make_classification(n_samples=5000, n_features=20, n_informative=10, n_redundant=4, n_classes=5,
-                                     n_clusters_per_class=2, class_sep=1.0, flip_y=0.02, random_state=0)
-    return {'digits': (lambda: load_digits(return_X_y=True), 9, 'load_digits'),
-            'breast_cancer': (lambda: load_breast_cancer(return_X_y=True), 0, 'load_breast_cancer: malignant'),
-            third[0]: third[1:],
-            'make_classification': (mc, 4, 'make_classification')}
-
-
-CLF_MODELS = {
-    'logreg': lambda: make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000)),
-    'gnb': lambda: GaussianNB(),
-    'hgb': lambda: HistGradientBoostingClassifier(random_state=0),
-    'rf': lambda: RandomForestClassifier(n_estimators=100, n_jobs=1, random_state=0),
-}
-
-
-def fixed_costs(C, expensive):
-    "The one fixed asymmetric cost matrix M[a, c] of a data set (see the docstring)."
-    if C == 2:
-        M = np.zeros((2, 2))                 # action 0 dismiss, action 1 act
-        M[0, expensive] = 1.0                # a miss
-        M[1, 1 - expensive] = 0.1            # a false alarm
-        return M
-    M = np.full((C, C), 0.1)
-    M[:, expensive] = 1.0
-    np.fill_diagonal(M, 0.0)
-    return M
-
-
-def log_loss_eps(P, y):
-    "Mean -log p_y, probabilities clipped at machine epsilon (what scikit-learn's log_loss does)."
-    eps = np.finfo(float).eps
-    return float(np.mean(-np.log(np.clip(P[np.arange(len(y)), y], eps, 1.0))))
-
-
-def team_columns(P, y, R, M):
-    """A team's view of probabilities P (n, C) on labels y: 'gap', the mean over the cost matrices R (K, A, C) of
-    |mean promised - mean paid| of their best responses; 'log_loss' (clipped at 1e-15); 'cost', the mean cost paid
-    under the matrix M (A, C)."""
-    from deccal.decisions import cost_matrix_gaps
-    Pc = np.clip(P, 1e-15, 1)
-    return dict(gap=float(cost_matrix_gaps(P, y, R).mean()), log_loss=float(-np.log(Pc[np.arange(len(y)), y]).mean()),
-                cost=float(M[(P @ M.T).argmin(1), y].mean()))
-
-
-def prob_metrics(V, P, y, costs, M, act, secs):
-    "The columns of one calibrator on one split; V: vectors for the decisions, P: probabilities, act: actions under M."
-    st = gap_statistics(V, y, costs)
-    g = st['gap']
-    return dict(mean_gap=float(g.mean()), max_gap=float(g.max()), dgap2=float(st['dgap2'].mean()),
-                log_loss=log_loss_eps(P, y), brier=brier(P, y),
-                accuracy=float((P.argmax(1) == y).mean()), zeros=float((P <= 0).any(1).mean()),
-                cost=float(M[act, y].mean()), fit_s=secs)
-
-
-# ----------------------------------------------------------------------------- MCGrad
-def run_mcgrad(python, splits):
-    "splits: [(Xc, pc, yc, Xt, pt)]; MCGrad's test probabilities and fit seconds per split, or (None, reason)."
-    with tempfile.TemporaryDirectory() as tmp:
-        fin, fout = os.path.join(tmp, 'in.npz'), os.path.join(tmp, 'out.npz')
-        arrays = {'n': np.array(len(splits))}
-        for s, sp in enumerate(splits):
-            for k, v in zip(('Xc', 'pc', 'yc', 'Xt', 'pt'), sp): arrays[f'{k}{s}'] = v
-        np.savez(fin, **arrays)
-        env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH',)}
-        r = subprocess.run([python, os.path.abspath(__file__), '--mcgrad-worker', fin, fout], capture_output=True,
-                           text=True, env=env)
-        if r.returncode != 0: return None, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else 'failed'
-        d = np.load(fout)
-        return [(d[f'p{s}'], float(d[f't{s}'])) for s in range(len(splits))], None
-
-
-def rounds(est):
-    "{kept, run}: the rounds the estimator's calibrator kept and ran (a cross-fitted one: the mean over its folds)."
-    c = getattr(est, 'calibrator_', None)
-    try:
-        run = np.mean(c.rounds_run_) if hasattr(c, 'rounds_run_') else len(c.all_rounds_)
-        return dict(kept=float(c.best_round_), run=float(run))
-    except (AttributeError, TypeError): return {}
 
 
 # ----------------------------------------------------------------------------- one classification split
@@ -265,11 +127,7 @@ def clf_split(X, y, mname, seed, costs, M):
             secs = time.perf_counter() - t0
             P = cal.predict_proba(Xt)
             rows[m] = prob_metrics(P, P, yt, costs, M, (P @ M.T).argmin(1), secs)
-            if m == 'temperature':
-                fl = [zhao_gaps(P, (P.cumsum(1) > np.random.default_rng([seed, r]).uniform(size=(len(P), 1))).argmax(1),
-                                costs) for r in range(5)]
-                floor = dict(mean_gap=float(np.mean([g.mean() for g in fl])),
-                             max_gap=float(np.mean([g.max() for g in fl])))
+            if m == 'temperature': floor = noise_floor(P, costs, seed)
         t0 = time.perf_counter()
         ms = MatrixScaling().fit(base.predict_proba(Xc), yc)
         secs = time.perf_counter() - t0
@@ -290,26 +148,7 @@ def clf_split(X, y, mname, seed, costs, M):
     return rows, mc_in, yt, (len(tr), len(ca), len(te))
 
 
-# ----------------------------------------------------------------------------- regression data and models
-def reg_datasets():
-    def randhie():
-        import statsmodels.datasets
-        d = statsmodels.datasets.randhie.load_pandas().data
-        idx = np.sort(np.random.default_rng(0).choice(len(d), 6000, replace=False))
-        d = d.iloc[idx]
-        return d.drop(columns='mdvis').to_numpy(float), np.log1p(d['mdvis'].to_numpy(float))
-    third = (('randhie', randhie, 'statsmodels randhie: log(1 + outpatient visits), 6,000 rows') if have_statsmodels()
-             else ('friedman1', lambda: make_friedman1(n_samples=2000, noise=1.0, random_state=0),
-                   'make_friedman1(2000, noise=1.0) (statsmodels not installed)'))
-    return {'diabetes': (lambda: load_diabetes(return_X_y=True), 'load_diabetes'), third[0]: third[1:]}
-
-
-REG_MODELS = {
-    'ridge': lambda: make_pipeline(StandardScaler(), Ridge(alpha=1.0)),
-    'hgb': lambda: HistGradientBoostingRegressor(random_state=0),
-}
-
-
+# ----------------------------------------------------------------------------- regression
 def random_losses(seed=2024):
     "The 200 random piecewise-linear losses (5 actions each) and one Loss stacking all their 1,000 actions."
     rng = np.random.default_rng(seed)
@@ -402,21 +241,11 @@ def reg_split(X, y, mname, seed, losses, stack, nv):
 
 
 # ----------------------------------------------------------------------------- summaries
-def mse(v):
-    "(mean, standard error over splits) of a list."
-    v = np.asarray(v, float)
-    return float(v.mean()), (float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float('nan'))
-
-
 def fmt(v, nd, key=None):
     m, s = mse(v)
     if key == 'dgap2':                   # the mean of the squared estimates, shown as sign * sqrt in the gap's units
         return f"{np.sign(m) * np.sqrt(abs(m)):.{nd}f} (sq {m * 1e6:+.2f} ± {s * 1e6:.2f} e-6)"
     return f"{m:.{nd}f} ± {s:.{nd}f}" if np.isfinite(s) else f"{m:.{nd}f}"
-
-
-def table(rows, head):
-    return ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)] + ['| ' + ' | '.join(r) + ' |' for r in rows]
 
 
 CLF_COLS = [('mean_gap', 'mean gap', 4), ('dgap2', 'debiased gap', 4), ('max_gap', 'max gap', 4),
@@ -429,9 +258,9 @@ REG_COLS = [('mean_gap', 'mean gap', 4), ('max_gap', 'max gap', 4), ('nv_cost', 
             ('fit_s', 'fit s', 3), ('kept', 'rounds kept', 1), ('run', 'rounds run', 1)]
 
 
-def paired(per, a, b, key):
-    "Per-split a - b for column key: (mean, paired se)."
-    return mse([ra[key] - rb[key] for ra, rb in zip(per[a], per[b])])
+def paired_of(per, a, b, key):
+    "Per-split a - b for column key: (mean, paired se); per: {name: [columns per split]}."
+    return paired([{a: ra, b: rb} for ra, rb in zip(per[a], per[b])], a, b, key)
 
 
 def clf_verdict(per):
@@ -439,21 +268,18 @@ def clf_verdict(per):
     means = lambda key, names: {n: np.mean([r[key] for r in per[n]]) for n in names}
     g = means('mean_gap', BASELINES); best_g = min(g, key=g.get)
     c = means('cost', BASELINES); best_c = min(c, key=c.get)
-    dg, sg = paired(per, 'deccal', best_g, 'mean_gap')
-    dl, sl = paired(per, 'deccal', 'temperature', 'log_loss')
-    dc, sc = paired(per, 'deccal', best_c, 'cost')
+    dg, sg = paired_of(per, 'deccal', best_g, 'mean_gap')
+    dl, sl = paired_of(per, 'deccal', 'temperature', 'log_loss')
+    dc, sc = paired_of(per, 'deccal', best_c, 'cost')
     return dict(best_g=best_g, dg=dg, sg=sg, best_c=best_c, dl=dl, sl=sl, dc=dc, sc=sc,
                 v_gap=dg <= sg, v_gap2=dg <= -2 * sg, v_ll=dl <= 0.01, v_cost=dc <= sc)
 
 
 def reg_verdict(per):
     "The paired differences deccal - residual distribution and the three checks of one regression cell."
-    dg, sg = paired(per, 'deccal', 'residuals', 'mean_gap')
-    dc, sc = paired(per, 'deccal', 'residuals', 'nv_cost')
+    dg, sg = paired_of(per, 'deccal', 'residuals', 'mean_gap')
+    dc, sc = paired_of(per, 'deccal', 'residuals', 'nv_cost')
     return dict(v_gap=dg <= sg, v_gap2=dg <= -2 * sg, v_cost=dc <= sc)
-
-
-def yn(b): return 'yes' if b else 'NO'
 
 
 # ----------------------------------------------------------------------------- main
@@ -496,7 +322,7 @@ def main(argv=None):
             X, y = loader()
             y = np.unique(y, return_inverse=True)[1]
             C = int(y.max()) + 1
-            costs = np.random.default_rng(12345).uniform(0, 1, (N_COSTS, N_ACTIONS, C))
+            costs = random_costs(C)
             M = fixed_costs(C, expensive)
             for mname in [m for m in CLF_MODELS if m in msel]:
                 per, mc_in, fs_names = {}, [], []
@@ -564,7 +390,7 @@ def main(argv=None):
                 for key, nd in (('mean_gap', 4), ('max_gap', 4), ('nv_cost', 4), ('nv_gap', 4), ('sq', 4),
                                 ('pb10', 4), ('pb50', 4), ('pb90', 4)):
                     if key in per['deccal'][0]:
-                        m, s = paired(per, 'deccal', 'residuals', key)
+                        m, s = paired_of(per, 'deccal', 'residuals', key)
                         cells.append(f"{m:+.{nd}f} ± {s:.{nd}f}")
                     else: cells.append('')
                 prow.append([dname, mname] + cells)

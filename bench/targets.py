@@ -12,16 +12,17 @@ Prints a table; it is not a test.  Usage:
 
 Targets (2 cores):
 - `DimFreeDeCal.fit` at n = 100,000 in at most 60 s and at n = 1,000,000 in at most 10 minutes (scenario and data of
-  bench/fit_scale.py: its `one(n)`, 20 rounds, with its warm-up fits);
-- `audit` at n = 1,000,000 in at most 3 minutes (scenario of bench/audit_scale.py: its `one(n, 'auto')`);
+  bench/fit_scale.py: bench/_scale.py's `fit_one(n)`, 20 rounds, with its warm-up fits);
+- `audit` at n = 1,000,000 in at most 3 minutes (scenario of bench/audit_scale.py: bench/_scale.py's
+  `audit_one(n, 'auto')`);
 - `DimFreeDeCal.transform` of 200,000 points at T = 50 rounds, A = 5, at least 100,000 points/s (scenario of
-  bench/transform.py: its `do_fit` on 5,000 points, once, saved; then its `do_transform`, the median of 3 timed calls
-  after a warm-up transform);
+  bench/transform.py: `python bench/transform.py --step fit` on 5,000 points, once, saved; then bench/_scale.py's
+  `do_transform`, the median of 3 timed calls after a warm-up transform);
 - every figure within 1.2x of the best thread setting measured for the same workload.
 
 Settings, each measurement in a fresh subprocess whose environment has none of OPENBLAS_NUM_THREADS,
-OMP_NUM_THREADS, MKL_NUM_THREADS, NUMBA_NUM_THREADS, OMP_WAIT_POLICY (also not the one bench/transform.py sets by
-default for itself: it is removed in the subprocess before any parallel work):
+OMP_NUM_THREADS, MKL_NUM_THREADS, NUMBA_NUM_THREADS, OMP_WAIT_POLICY (the transform's measurements import its code
+from bench/_scale.py, which sets none of them):
 - 'deccal default': nothing set by the caller (deccal limits its own BLAS threads, `deccal.runtime.BLAS_THREADS`;
   Numba's kernels use one thread per core);
 - 'caller: 1 thread': the caller sets OPENBLAS_NUM_THREADS=1 (and NUMBA_NUM_THREADS=1 for the transform), the
@@ -75,21 +76,17 @@ def proc_cpu(pid):
 def one(workload, n, setting, spin, path):
     "In this fresh process: one measurement; its figure, the threads it ran with, and the others' CPU share."
     import numba
-    if workload == 'transform':
-        import transform as tb
-        os.environ.pop('OMP_WAIT_POLICY', None)          # set by bench/transform.py on import; not deccal's default
+    from _scale import fit_one, audit_one, do_transform, ROUNDS
     s0, p0 = cpu_snapshot(), proc_cpu(spin) if spin else 0.0
     if workload == 'fit':
-        import fit_scale
-        r = fit_scale.one(n)
+        r = fit_one(n)
         out = dict(seconds=r['seconds'], rounds=r['rounds'], stop_reason=r['stop_reason'], rank=r['rank'],
                    peak_gb=r['peak_gb'], cpu_s=r['cpu_s'], sources=r['sources'])
     elif workload == 'audit':
-        import audit_scale
-        r = audit_scale.one(n, 'auto')
+        r = audit_one(n, 'auto')
         out = dict(seconds=r['seconds'], method=r['method'], value=r['value'], peak_gb=r['peak_gb'])
     else:
-        r = tb.do_transform(path, tb.ROUNDS, n)
+        r = do_transform(path, ROUNDS, n)
         out = dict(seconds=r['seconds'], points_per_s=r['points_per_s'], best_points_per_s=r['best_points_per_s'],
                    runs_seconds=[q['seconds'] for q in r['runs']], runs_cpu=[q['cpu_seconds'] for q in r['runs']],
                    TA=r['TA'])
@@ -250,13 +247,13 @@ def main(argv=None):
         print('measured again:', plan, flush=True)
     with tempfile.TemporaryDirectory(prefix='deccal-targets-') as tmp:
         path = os.path.join(tmp, 'cal.npz')
-        import transform as tb                           # the transform's calibrator: fitted once, deccal default
+        from _scale import ROUNDS                        # the transform's calibrator: fitted once, deccal default
         wait_idle(WAIT_S)
         r = subprocess.run([sys.executable, os.path.join(HERE, 'transform.py'), '--step', 'fit', path],
                            capture_output=True, text=True, env=environment('transform', 'default'))
         if r.returncode: raise RuntimeError(r.stderr[-3000:])
         fit = json.loads(r.stdout.strip().splitlines()[-1])
-        if fit['rounds'] != tb.ROUNDS: raise AssertionError(f"the transform's fit ran {fit['rounds']} rounds")
+        if fit['rounds'] != ROUNDS: raise AssertionError(f"the transform's fit ran {fit['rounds']} rounds")
         print(f"transform's calibrator: {fit['rounds']} rounds, basis {fit['basis_atoms']} atoms", flush=True)
         for i, (w, n, busy, s) in enumerate(plan):
             m = QUICK[(w, n)] if a.quick else n

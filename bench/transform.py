@@ -38,89 +38,13 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
-from _measure import rss_bytes, hwm_bytes, reset_hwm, cpu_snapshot, other_busy, wait_idle, machine_info, GB   # noqa: E402
+from _measure import other_busy, wait_idle, machine_info, GB   # noqa: E402
+from _scale import SEED, N_FIT, M_NEW, M_WARM, ROUNDS, REPEATS, do_fit, new_points, load, do_transform   # noqa: E402
 
-SEED = 20240601
-N_FIT, M_NEW, M_WARM, ROUNDS, TS, REPEATS = 5000, 200_000, 1000, 50, (50, 25, 10), 3
+TS = (50, 25, 10)
 TARGET = 100_000          # points per second at T = 50
 ATTEMPTS = 3              # a T disturbed by other processes (over 5% of the CPUs in a timed call) is measured again, up to this many times in all
 WAIT_S = 120              # before each subprocess: wait up to this long for other processes to leave the CPUs (under 10% busy)
-PARAMS = dict(n_actions=5, beta=10.0, R1=1.0, eps=1e-6, step='line-search', max_rounds=ROUNDS, early_stopping=False)
-
-
-def make_data(n, seed=SEED):
-    "x ~ N(0, I_3); predictions 0.8 x; outcomes x + 0.3 N(0, I_3)."
-    from deccal import Embedding
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, 3))
-    return Embedding.from_points(0.8 * x), x + 0.3 * rng.standard_normal((n, 3))
-
-
-def measure(fn):
-    "Run fn(): its result, wall seconds, peak memory above the RSS before it (None if VmHWM cannot be reset), other processes' CPU share."
-    ok = reset_hwm(); r0 = rss_bytes(); s0 = cpu_snapshot()
-    out = fn()
-    s1 = cpu_snapshot()
-    wall = s1[0] - s0[0]
-    other = max(0.0, (s1[2] - s0[2]) - (s1[1] - s0[1])) / (wall * len(os.sched_getaffinity(0)))
-    return out, wall, (hwm_bytes() - r0) if ok else None, other, s1[1] - s0[1]
-
-
-# ----------------------------------------------------------------------------- subprocess steps
-def do_fit(path):
-    from deccal import DimFreeDeCal, RBF
-    k = RBF(0.5)
-    wp, wy = make_data(300, seed=1)
-    DimFreeDeCal(k, **{**PARAMS, 'max_rounds': 2}).fit(wp, wy).transform(wp)          # warm-up
-    pred, Y = make_data(N_FIT)
-    cal, secs, peak, other, cpu = measure(lambda: DimFreeDeCal(k, **PARAMS).fit(pred, Y))
-    T = len(cal.rounds_)
-    h = cal.history_
-    vals = [r['audit_value'] for r in h if r.get('audit_value') is not None]
-    res = dict(seconds=secs, cpu_seconds=cpu, peak_bytes=peak, others_busy=other, rounds=T, all_rounds=len(cal.all_rounds_),
-               stop_reason=cal.stop_reason_, first_audit=vals[0], last_audit=vals[-1], target=0.75 * PARAMS['eps'],
-               square_loss_first=h[0]['square_loss'], square_loss_last=h[-1]['square_loss'], basis_atoms=cal.basis_.m,
-               basis_outcome_atoms=len(cal.basis_.Y), basis_prediction_atoms=cal.basis_.P.n, rank=cal.rank_,
-               captured_trace=cal.captured_trace_)
-    if T == ROUNDS:
-        # check: the transform of the calibration sample reproduces the fit's last square loss
-        res['check_square_loss'] = float(cal.transform(pred).sq_error(k, Y).mean())
-        cal.save(path)
-    return res
-
-
-def new_points(m, seed):
-    from deccal import Embedding
-    return Embedding.from_points(0.8 * np.random.default_rng(seed).standard_normal((m, 3)))
-
-
-def load(path, T):
-    from deccal import load_calibrator
-    cal = load_calibrator(path)
-    return cal if T == len(cal.rounds_) else cal.truncated(T)
-
-
-def do_transform(path, T, m):
-    cal = load(path, T)
-    cal.transform(new_points(M_WARM, SEED + 2))                                        # warm-up (and the stacked rounds, cached)
-    q = new_points(m, SEED + 3)
-    runs = []
-    for _ in range(REPEATS):
-        out, secs, peak, other, cpu = measure(lambda: cal.transform(q))
-        out_bytes = out.coef.nbytes + out.s.nbytes + out.gamma.nbytes + out.V.nbytes + out.F.nbytes
-        shape = list(out.coef.shape)
-        c0, t0 = time.process_time(), time.perf_counter()
-        theta_shape = list(out.theta.shape)                   # theta built on this read (most callers never read it)
-        theta_s, theta_cpu = time.perf_counter() - t0, time.process_time() - c0
-        del out
-        runs.append(dict(seconds=secs, cpu_seconds=cpu, peak_bytes=peak, others_busy=other, theta_seconds=theta_s,
-                         theta_cpu_seconds=theta_cpu, theta_shape=theta_shape))
-    secs = sorted(r['seconds'] for r in runs)
-    return dict(T=T, TA=T * PARAMS['n_actions'], m=m, runs=runs, seconds=float(np.median(secs)), best=secs[0],
-                points_per_s=m / float(np.median(secs)), best_points_per_s=m / secs[0],
-                peak_bytes=max((r['peak_bytes'] or 0) for r in runs), out_bytes=out_bytes, coef_shape=shape,
-                theta_seconds=float(np.median([r['theta_seconds'] for r in runs])),
-                others_busy=max(r['others_busy'] for r in runs), basis_atoms=cal.basis_.m)
 
 
 def _steps(cal, pred, clock):

@@ -27,6 +27,7 @@ threads on the idle machine and beside another process busy on one core (a Pytho
 """
 from __future__ import annotations
 import json, os, subprocess, sys, tempfile, time
+os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')   # as when its steps imported bench/transform.py (which sets it)
 
 import numpy as np
 
@@ -53,7 +54,7 @@ def best_rate(f, flops, reps, tries=5):
 def do_rates(path):
     "One thread: the speeds of the transform's kinds of work, and the flops a point needs."
     import numba as nb, math
-    from transform import load
+    from _scale import load
     cal = load(path, 50)
     T, A = len(cal.rounds_), cal.params_['n_actions']
     m, d, TA = cal.basis_.m, cal.basis_.P.dim, len(cal.rounds_) * cal.params_['n_actions']
@@ -87,7 +88,7 @@ def do_rates(path):
 
 def do_transform(path):
     "The transform of M_NEW fresh points, median of REPEATS: wall and CPU seconds."
-    from transform import load, new_points, SEED
+    from _scale import load, new_points, SEED
     cal = load(path, 50)
     cal.transform(new_points(1000, SEED + 2))
     q = new_points(M_NEW, SEED + 3)
@@ -111,7 +112,7 @@ def main(argv):
     if '--step' in argv:
         step, path = argv[argv.index('--step') + 1], argv[argv.index('--step') + 2]
         if step == 'fit':
-            from transform import do_fit
+            from _scale import do_fit
             print(json.dumps(do_fit(path)))
         else: print(json.dumps(do_rates(path) if step == 'rates' else do_transform(path)))
         return
