@@ -174,6 +174,7 @@ def measure(fn):
 def do_fit(path):
     "The transform's calibrator: a warm-up fit, then the timed fit of ROUNDS rounds on N_FIT points, saved to `path`."
     from deccal import DimFreeDeCal, RBF
+    import deccal.persist  # noqa: F401  (it gives DimFreeDeCal its save)
     k = RBF(0.5)
     wp, wy = embedded_data(300, seed=1)
     DimFreeDeCal(k, **{**TRANSFORM_PARAMS, 'max_rounds': 2}).fit(wp, wy).transform(wp)          # warm-up

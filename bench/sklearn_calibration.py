@@ -4,7 +4,7 @@ Prints figures; it is not a test.  Usage:
 
     python bench/sklearn_calibration.py                 # prints the table
     python bench/sklearn_calibration.py --write --zhao  # ... with method="zhao" too, and writes bench/sklearn_calibration_results.md
-    python bench/sklearn_calibration.py --seeds 1 --datasets digits --models logreg   # a quick look
+    python bench/sklearn_calibration.py --seeds 1 --datasets digits --models LogisticRegression   # a quick look
 
 Data: load_digits (1,797 images, 10 classes), load_breast_cancer (569 rows, 2 classes) and
 make_classification (5,000 rows, 20 features, 5 classes).  Each seed splits the rows at random (stratified)
@@ -125,7 +125,8 @@ def calibrate(name, base, Xc, yc, costs, use_estimator):
         m = _DirectDimFree(base, costs, method).fit(Xc, yc)
     secs = time.perf_counter() - t0
     cal = getattr(m, 'calibrator_', None) or getattr(m, 'cal_', None)
-    return m.calibrated_vectors, m.predict_proba, secs, (cal.best_round_, len(cal.all_rounds_))
+    ran = max(cal.rounds_run_) if hasattr(cal, 'rounds_run_') else len(cal.all_rounds_)   # cross-fitted: its folds' most
+    return m.calibrated_vectors, m.predict_proba, secs, (cal.best_round_, ran)
 
 
 def run_one(dname, X, y, mname, seed, costs, use_estimator, zhao):
