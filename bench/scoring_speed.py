@@ -75,7 +75,7 @@ def rkhs_proba(est, X):
     the RKHS (`DimFreeDeCal.in_features` switched off), the embeddings averaged, their explicit vectors projected."""
     from deccal.dimfree import DimFreeDeCal
     from deccal.audit import explicit_predictions
-    from deccal.estimators import project_simplex_floor
+    from deccal.classifier import project_simplex_floor
     from deccal.kernels import Linear
     G = est.segments_membership(X)
     P1 = est.start_probabilities(X, G)

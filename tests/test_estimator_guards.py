@@ -9,7 +9,7 @@ import pytest
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
-import deccal.estimators as de
+import deccal.regressor_defaults as de
 import deccal.kernels
 from deccal.checks import DeccalError
 from deccal.estimators import DecisionCalibratedClassifier, DecisionCalibratedRegressor

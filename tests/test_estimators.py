@@ -15,9 +15,10 @@ from deccal.first_stage import AVERAGED_STAGES, FIRST_STAGES, FirstStageSelectio
 from deccal.first_stage import select_first_stage
 from deccal.first_stage import stratified_folds
 from deccal.crossfit import CrossFitDeCal
-from deccal.estimators import PROBA_FLOORS, canonical_probabilities, canonical_order
-from deccal.estimators import (DecisionCalibratedClassifier, DecisionCalibratedRegressor, project_simplex,
-                               _EXPECTED_FAILED_CHECKS)
+from deccal.classifier import PROBA_FLOORS, canonical_probabilities
+from deccal.estimator_base import canonical_order
+from deccal.distributions import project_simplex
+from deccal.estimators import DecisionCalibratedClassifier, DecisionCalibratedRegressor, _EXPECTED_FAILED_CHECKS
 
 
 @pytest.mark.parametrize('est', [DecisionCalibratedClassifier(cv=3, max_rounds=5),
