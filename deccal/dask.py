@@ -18,6 +18,7 @@ from .embedding import Embedding
 from .rows import Rows, LocalRows, split_rows, register_backend
 from .audit import (AuditResult, check_holdout, split_holdout, remeasure, landmark_basis, landmark_coords,
                           landmark_search, landmark_G, landmark_losses)
+from . import rounds
 from .dimfree import DimFreeDeCal, radius, validation_split
 
 # %% auto #0
@@ -397,7 +398,7 @@ def fit_on_dask(cal:DimFreeDeCal,  # the calibrator being fitted
         return LocalRows.build(k_, basis, to_u, ph, Yh, hw, groups=hg)
 
     make_rows = lambda basis, to_u: _DaskRows.build(Rows, k_, basis, to_u, pred, Y, weights, traffic, groups=G)
-    cal.run_rounds(params, n, R2, fetch_rows, make_rows, None if hold is None else make_hold, t0, n_groups=K)
+    rounds.run_rounds(cal, params, n, R2, fetch_rows, make_rows, None if hold is None else make_hold, t0, n_groups=K)
     cal.dask_traffic_ = dict(traffic, rounds=len(cal.all_rounds_), blocks=len(pred.chunks))
     return cal
 

@@ -147,51 +147,6 @@ def set_fitted_state(self:DimFreeDeCal,
     self._stack_cache = None
     return self
 
-# %% ../nbs/08_dimfreedecal.ipynb #5138cb3e
-@patch
-def start_rows(self:DimFreeDeCal,
-               params:dict,     # the checked parameters
-               n:int,           # the number of rows the patches are fitted on
-               R2:float,        # the radius of the prediction ball
-               fetch_rows,      # fetch_rows(idx) -> (Embedding, Y) of rows idx (sorted), in memory: the basis's
-               make_rows,       # make_rows(basis, to_u) -> the row blocks (LocalRows, or a backend's blocks)
-               make_hold,       # the same for the held-out rows, or None
-              ) -> dict:        # basis, captured, to_u, rows, hold (projected), base_sq
-    "Before round 0 (`deccal.rounds.start_rows`): the basis, its whitening, and every block's state, projected."
-    return rounds.start_rows(params, n, R2, fetch_rows, make_rows, make_hold)
-
-# %% ../nbs/08_dimfreedecal.ipynb #cbc705ec
-@patch
-def audit_round(self:DimFreeDeCal,
-                params:dict,     # the checked parameters
-                search:tuple,    # (S, T, weights, memberships) of the rows the auditor searches (`stack_search`)
-                rows,            # the row blocks (LocalRows, or a backend's)
-                hold,            # the held-out row blocks, or None
-                searched,        # sorted rows the auditor searches (and, with sample='split', the rows it audits)
-                split:bool,      # True: the round's sums are over `searched` only (sample='split'); else every row
-                inits:list,      # extra starts of the search (the previous round's rule)
-                rng,             # the search's random generator
-               ) -> dict:
-    "Lines 2-4 of Algorithm 1 (`deccal.rounds.audit_round`): the auditor's rule, its value, G_a and D_hat."
-    return rounds.audit_round(params, search, rows, hold, searched, split, inits, rng)
-
-# %% ../nbs/08_dimfreedecal.ipynb #5311ee9d
-@patch
-def run_rounds(self:DimFreeDeCal,
-               params:dict,     # the checked parameters
-               n:int,           # the number of rows the patches are fitted on
-               R2:float,        # the radius of the prediction ball
-               fetch_rows,      # fetch_rows(idx) -> (Embedding, Y) of rows idx (sorted), in memory: the basis's
-               make_rows,       # make_rows(basis, to_u) -> the row blocks (LocalRows, or a backend's blocks)
-               make_hold,       # the same for the held-out rows, or None
-               t0:float,        # the fit's start (time.perf_counter())
-               parts=None,      # sample='split': the sorted rows each round audits (one array per round)
-               n_groups:int=None, # K when the rows carry the memberships of K groups (None: no groups)
-              ) -> DimFreeDeCal:
-    """Algorithm 1 (or 2: `patch_directions` decides) for every path (`deccal.rounds.run_rounds`): each round audits,
-    stops or patches every block; early stopping keeps the round with the lowest held-out square loss."""
-    return rounds.run_rounds(self, params, n, R2, fetch_rows, make_rows, make_hold, t0, parts, n_groups)
-
 # %% ../nbs/08_dimfreedecal.ipynb #fc520fee
 def group_memberships(groups,             # (n, K) memberships in [0, 1], a `deccal.segments.Groups`, or None
                       features=None,      # the rows' features a definition reads: DataFrame, dict of 1-D arrays or
@@ -287,7 +242,7 @@ def fit(self:DimFreeDeCal,
     make_hold = None if holdout is None else lambda basis, to_u: LocalRows.build(kern, basis, to_u, *holdout, held_w,
                                                                                  groups=hold_g)
     make_rows = lambda basis, to_u: LocalRows.build(kern, basis, to_u, pred, Y, weights, groups=groups)
-    self.run_rounds(params, n, R2, lambda idx: (pred[idx], Y[idx]), make_rows, make_hold, t0, parts,
+    rounds.run_rounds(self, params, n, R2, lambda idx: (pred[idx], Y[idx]), make_rows, make_hold, t0, parts,
                     None if groups is None else groups.shape[1])
     self.groups_ = definition                          # the definition, or None when memberships were given
     return self

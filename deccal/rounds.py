@@ -173,9 +173,9 @@ def run_rounds(cal,             # the calibrator (DimFreeDeCal or a subclass): i
               ):               # returns `cal`, fitted
     """Algorithm 1 (or 2: `patch_directions` decides) for every path: each round audits (`audit_round`), stops or
     patches every block; early stopping keeps the round with the lowest held-out square loss. The steps are the
-    calibrator's methods (`rounds_cap`, `start_rows`, `audit_round`, `patch_directions`, `set_fitted_state`)."""
+    calibrator's methods (`rounds_cap`, `patch_directions`, `set_fitted_state`)."""
     bound, max_rounds = cal.rounds_cap(R2, params)
-    start = cal.start_rows(params, n, R2, fetch_rows, make_rows, make_hold)
+    start = start_rows(params, n, R2, fetch_rows, make_rows, make_hold)
     rows, hold, to_u, basis = start['rows'], start['hold'], start['to_u'], start['basis']
     n_search, rng = min(n, params['search_max']), np.random.default_rng(params['seed'])
     if params['max_rounds'] is not None:               # the rounds asked for, at most the theorem's bound
@@ -201,7 +201,7 @@ def run_rounds(cal,             # the calibrator (DimFreeDeCal or a subclass): i
         rec = dict(round=t, square_loss=mean_of_sums([q[0] for q in opened]))
         if hold is not None: rec.update(holdout_square_loss=held_losses[-1])
         if last: rec.update(audit_value=None); history.append(rec); break
-        r = cal.audit_round(params, stack_search([q[1] for q in opened]), rows, hold, searched, parts is not None,
+        r = audit_round(params, stack_search([q[1] for q in opened]), rows, hold, searched, parts is not None,
                              [] if U_prev is None else [U_prev], rng)
         U_prev = r['U']
         rec.update(audit_value=r['value'], **{k: r[k] for k in ('holdout_value', 'holdout_se') if k in r})

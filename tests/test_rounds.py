@@ -1,7 +1,8 @@
 """One calibration round, written once: every path (in memory, row blocks, split parts, Algorithm 2, Dask) runs
-`DimFreeDeCal.run_rounds`, the paths agree, and a round equals Algorithm 1 computed explicitly in R^d."""
+`deccal.rounds.run_rounds`, the paths agree, and a round equals Algorithm 1 computed explicitly in R^d."""
 import numpy as np
 import pytest
+import deccal.rounds
 import deccal.runtime
 from deccal import Embedding, Linear, RBF, DimFreeDeCal, ZhaoDeCal, quantal_response
 
@@ -16,12 +17,12 @@ def _sample(n, seed=0, d=2):
 def spy(monkeypatch):
     "Count the calls of the one loop of rounds, whatever path calls it."
     calls = []
-    real = DimFreeDeCal.run_rounds
+    real = deccal.rounds.run_rounds
 
-    def counted(self, *args, **kw):
-        calls.append(type(self).__name__)
-        return real(self, *args, **kw)
-    monkeypatch.setattr(DimFreeDeCal, 'run_rounds', counted)
+    def counted(cal, *args, **kw):
+        calls.append(type(cal).__name__)
+        return real(cal, *args, **kw)
+    monkeypatch.setattr(deccal.rounds, 'run_rounds', counted)
     return calls
 
 
