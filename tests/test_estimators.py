@@ -230,36 +230,29 @@ def _by_hand(X, t, ca, te, est, stage=None, sample_weight=None):
     return deccal.explicit_predictions(cf.transform(deccal.Embedding.from_probs(Pn, atol=1e-4)), deccal.Linear())
 
 
-def test_first_stage_none_is_the_estimator_without_it(digits):
-    X, t, clf, ca, te = digits
-    plain = DecisionCalibratedClassifier(GaussianNB(), cv=3).fit(X[ca], t[ca])
-    auto = DecisionCalibratedClassifier(GaussianNB(), cv=3, first_stage='auto').fit(X[ca], t[ca])
-    none = DecisionCalibratedClassifier(GaussianNB(), cv=3, first_stage=None).fit(X[ca], t[ca])
-    np.testing.assert_array_equal(auto.calibrated_vectors(X[te]), plain.calibrated_vectors(X[te]))   # the default
-    np.testing.assert_allclose(none.calibrated_vectors(X[te]), _by_hand(X, t, ca, te, none), rtol=0, atol=1e-10)
-    assert none.first_stage_ is None and isinstance(plain.first_stage_, FirstStageSelection)
+def test_regressor_has_no_first_stage():
+    # the classifier's first_stage=None and 'auto' (the default) against the route by hand: 85e_estimator_checks
     assert 'first_stage' not in DecisionCalibratedRegressor().get_params()
+    assert DecisionCalibratedClassifier().get_params()['first_stage'] == 'auto'
 
 
-def test_first_stage_temperature_by_hand(digits):
+def test_first_stage_temperature_labels_and_weights(digits):
     X, t, clf, ca, te = digits
+    # the route by hand with first_stage='temperature' and None, unweighted: 85e_estimator_checks; here labels of
+    # another type and the weights
     c = DecisionCalibratedClassifier(GaussianNB(), cv=3, first_stage='temperature').fit(X[ca], t[ca])
-    ts = TemperatureScaling()
     V = c.calibrated_vectors(X[te])
-    np.testing.assert_allclose(V, _by_hand(X, t, ca, te, c, ts), rtol=0, atol=1e-10)
-    assert isinstance(c.first_stage_, TemperatureScaling) and c.first_stage_.T_ == ts.T_
-    assert np.abs(V - _by_hand(X, t, ca, te, c)).max() > 0.01             # the stage changed the result
+    assert isinstance(c.first_stage_, TemperatureScaling)
     names = np.array(list('abcdefghij'))                                    # labels of another type: the same stage
     s = DecisionCalibratedClassifier(GaussianNB(), cv=3, first_stage='temperature').fit(X[ca], names[t[ca]])
     np.testing.assert_array_equal(s.calibrated_vectors(X[te]), V)
     w = np.random.default_rng(6).uniform(0, 2, len(ca))                    # the weights reach the stage
     cw = DecisionCalibratedClassifier(GaussianNB(), cv=3, first_stage='temperature').fit(X[ca], t[ca], sample_weight=w)
-    tw, tu = TemperatureScaling(), TemperatureScaling()
+    tw = TemperatureScaling()
     np.testing.assert_allclose(cw.calibrated_vectors(X[te]), _by_hand(X, t, ca, te, cw, tw, sample_weight=w),
                                rtol=0, atol=1e-10)
     assert cw.first_stage_.T_ == tw.T_
-    _by_hand(X, t, ca, te, c, tu, sample_weight=None)                     # the unweighted route: c's
-    assert abs(tw.T_ - tu.T_) > 1e-3
+    assert abs(tw.T_ - c.first_stage_.T_) > 1e-3                           # the weights changed the temperature
 
 
 def test_first_stage_auto_and_pickle(digits):
