@@ -25,8 +25,7 @@ from .sketch import landmark_basis, landmark_coords  # noqa: F401
 from .worst_pair import group_values  # noqa: F401
 
 # %% auto #0
-__all__ = ['AUDIT_RADII', 'MAX_STARTS', 'LANDMARKS_ABOVE', 'AuditResult', 'search_bytes', 'audit', 'check_holdout',
-           'split_holdout', 'remeasure', 'certify', 'BestResponseAudit', 'explicit_predictions', 'audit_best_response']
+__all__ = ['AuditResult', 'audit', 'certify', 'BestResponseAudit', 'explicit_predictions', 'audit_best_response']
 
 # %% ../nbs/06_audit.ipynb #9fb26b17
 def _pct(p:float) -> str:

@@ -8,10 +8,7 @@ import numbers
 import numpy as np
 
 # %% auto #0
-__all__ = ['RADIUS_RANGE', 'WEIGHT_RANGE', 'DeccalError', 'DeccalTypeError', 'NotFittedError', 'check_array', 'as_points',
-           'is_number', 'check_number', 'check_positive', 'check_radius', 'check_bandwidth', 'check_int', 'check_seed',
-           'random_generator', 'check_bool', 'check_choice', 'check_rows', 'weight_shift', 'check_sample_weight',
-           'check_groups', 'rows_of', 'check_label_kinds']
+__all__ = ['DeccalError', 'DeccalTypeError', 'NotFittedError']
 
 # %% ../nbs/00_checks.ipynb #864c9464
 class DeccalError(ValueError):

@@ -33,9 +33,7 @@ from .estimator_base import (COST_SLACK_SE, FIRST_STAGE_FOLDS, DecisionCalibrate
                                    check_estimator_fitted, checked_features, with_shared_parameters)
 
 # %% auto #0
-__all__ = ['MODEL_PROBA_TOL', 'PROBA_BITS', 'PLAIN_MARGIN_SE', 'NONE_TIE_SE', 'GAP_SLACK_SE', 'PROBA_FLOORS',
-           'DecisionCalibratedClassifier', 'canonical_probabilities', 'model_probabilities', 'project_simplex_floor',
-           'with_absent_classes']
+__all__ = ['PLAIN_MARGIN_SE', 'PROBA_FLOORS', 'DecisionCalibratedClassifier', 'canonical_probabilities', 'project_simplex_floor']
 
 # %% ../nbs/85b_classifier.ipynb #d733b42b
 @with_shared_parameters
@@ -270,6 +268,8 @@ def _embed(self:DecisionCalibratedClassifier, P) -> Embedding: return Embedding.
 
 # %% ../nbs/85b_classifier.ipynb #4ff6e04f
 PLAIN_MARGIN_SE = 2.0 # with costs: the stage chosen without costs is kept unless the lowest gap beats it by this
+
+# %% ../nbs/85b_classifier.ipynb #b058cf83
 NONE_TIE_SE = 0.0       # 'auto': temperature scaling replaces 'none' as the simple choice past this many paired SEs
 
 # %% ../nbs/85b_classifier.ipynb #x

@@ -20,8 +20,7 @@ from .zhao import ZhaoDeCal
 
 
 # %% auto #0
-__all__ = ['COMMAND', 'STOPS', 'kernel_from_options', 'save_embedding', 'load_embedding', 'cmd_audit', 'cmd_calibrate',
-           'fitted_kind', 'cmd_transform', 'demo_data', 'run_demo', 'parser', 'main']
+__all__ = ['save_embedding', 'load_embedding', 'demo_data', 'run_demo', 'main']
 
 # %% ../nbs/90_cli.ipynb #04f63a3e
 # the readers are defined in deccal.tables; deccal.cli stays their public path (tests and users import them here)

@@ -16,8 +16,7 @@ from .params import Estimator
 from .dimfree import DimFreeDeCal, group_memberships, calibrated_features
 
 # %% auto #0
-__all__ = ['mean_embedding', 'mean_factored', 'check_calibrator', 'CrossFitDeCal', 'fold_losses', 'fold_ids', 'fold_parts',
-           'fold_predictions', 'gap_difference', 'guarded_count']
+__all__ = ['CrossFitDeCal']
 
 # %% ../nbs/09d_crossfit.ipynb #03578372
 def mean_embedding(preds:list, # Embeddings of the same predictions' own atoms (Z, W), e.g. transforms of one pred

@@ -13,9 +13,8 @@ from .losses import Loss
 from .embedding import Embedding
 
 # %% auto #0
-__all__ = ['softmin_cols', 'softmin_cols_backward', 'quantal_response', 'best_response', 'decision_rule', 'check_pair',
-           'gap_function', 'decision_calibration_error', 'cost_stack', 'cost_gap_rows', 'cost_matrix_gaps',
-           'cost_paid_rows', 'expected_loss', 'no_type_regret']
+__all__ = ['quantal_response', 'best_response', 'decision_rule', 'gap_function', 'decision_calibration_error', 'expected_loss',
+           'no_type_regret']
 
 # %% ../nbs/04_decisions.ipynb #92383e2e
 @nb.njit(cache=True, error_model='numpy')   # no division checks: the loops vectorize

@@ -29,9 +29,7 @@ from .segments import Groups
 from .segment_search import categorical_columns
 
 # %% auto #0
-__all__ = ['SEARCH', 'COST_SLACK_SE', 'FIRST_STAGE_FOLDS', 'SHARED_PARAMETERS', 'calibrator_for', 'FitTarget', 'canonical_order',
-           'check_frozen_fitted', 'with_shared_parameters', 'DecisionCalibratedBase', 'check_estimator_fitted',
-           'checked_features', 'segment_family']
+__all__ = ['SEARCH', 'COST_SLACK_SE', 'FIRST_STAGE_FOLDS', 'canonical_order']
 
 # %% ../nbs/85a_estimator_base.ipynb #50b4bfd2
 def _seed(random_state) -> int:
@@ -43,6 +41,7 @@ def _seed(random_state) -> int:
 # %% ../nbs/85a_estimator_base.ipynb #1e227c77
 SEARCH = dict(n_starts=1, max_iter=30)   # the estimators' auditor: one random start (and the last witness), 30 steps
 
+# %% ../nbs/85a_estimator_base.ipynb #16f3f030
 def calibrator_for(method:str,     # 'dimfree' or 'zhao'
                    kernel:Kernel,  # the kernel of the calibration
                    **kw,           # the calibrator's other options

@@ -12,9 +12,7 @@ from .checks import (DeccalError, DeccalTypeError, check_choice, check_int, chec
 from .decisions import cost_stack, cost_matrix_gaps, cost_paid_rows
 
 # %% auto #0
-__all__ = ['AVERAGED_STAGES', 'FIRST_STAGES', 'SIMPLE_STAGES', 'check_stage_names', 'check_stage_weights', 'stage_mean',
-           'StageAverage', 'averageable', 'FirstStageSelection', 'stratified_folds', 'weighted_pairs', 'gap_rows',
-           'simple_choice', 'brier_choice', 'select_first_stage']
+__all__ = ['FIRST_STAGES', 'StageAverage', 'FirstStageSelection', 'stratified_folds', 'select_first_stage']
 
 # %% ../nbs/84_first_stage.ipynb #4c916e90
 # the maps are defined in deccal.stage_maps; deccal.first_stage stays their public path (deccal.estimators,
@@ -99,12 +97,16 @@ class StageAverage(FirstStage):
         return stage_mean([st.transform(P) for st in self.stages_], self.weights_)
 
 
-# %% ../nbs/84_first_stage.ipynb #f4fb4768
+# %% ../nbs/84_first_stage.ipynb #19cc8260
 AVERAGED_STAGES = tuple(f'{nm}+isotonic' for nm in ('temperature', 'vector', 'matrix'))   # a parametric map + isotonic
+
+# %% ../nbs/84_first_stage.ipynb #f4fb4768
 FIRST_STAGES = dict(none=NoCalibration, temperature=TemperatureScaling, vector=VectorScaling, matrix=MatrixScaling,
                     isotonic=IsotonicCalibration,
                     **{nm: partial(StageAverage, stages=tuple(nm.split('+'))) for nm in AVERAGED_STAGES},
                     segment_temperature=SegmentTemperatureScaling)   # the candidates' names and makers
+
+# %% ../nbs/84_first_stage.ipynb #c8835f61
 SIMPLE_STAGES = ('none', 'temperature')              # at most one parameter: chosen between on the point estimate
 
 # %% ../nbs/84_first_stage.ipynb #ea5e68ea

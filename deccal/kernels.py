@@ -18,7 +18,7 @@ from .min_functions import (min_functions_table, count_at_most, add_min_function
 
 # %% auto #0
 __all__ = ['KERNELS', 'Kernel', 'Linear', 'Polynomial', 'RBF', 'Laplacian', 'MinKernel', 'ExpInner', 'FeatureMap', 'make_kernel',
-           'kernel_spec', 'assert_gram_close']
+           'kernel_spec']
 
 # %% ../nbs/01_kernels.ipynb #eb959596
 @intrinsic

@@ -14,10 +14,8 @@ from .checks import (DeccalError, DeccalTypeError, check_array, as_points, check
 from .losses import linear_loss
 
 # %% auto #0
-__all__ = ['halfspace_splits', 'realize_split', 'HalfspaceDecCE', 'binary_decce', 'halfspace_gap', 'witness_losses', 'atoms_V',
-           'shatter', 'h_sigma', 'sample_D_sigma', 'sample_D1', 'sample_D2', 'support_D_sigma', 'support_D1',
-           'collision_test', 'repeats_distribution', 'tester_advantage_exact', 'collision_probability',
-           'tester_advantage', 'simulate_tester']
+__all__ = ['HalfspaceDecCE', 'binary_decce', 'atoms_V', 'shatter', 'h_sigma', 'sample_D_sigma', 'sample_D1', 'sample_D2',
+           'tester_advantage_exact', 'tester_advantage', 'simulate_tester']
 
 # %% ../nbs/05_lower_bound.ipynb #96073f49
 def _check_tol(tol, name:str='tol') -> float:

@@ -18,9 +18,7 @@ from .zhao import ZhaoDeCal
 from .crossfit import CrossFitDeCal
 
 # %% auto #0
-__all__ = ['FORMAT_VERSION', 'READS', 'CALIBRATORS', 'HISTORY_KEYS', 'STOP_REASONS', 'MEMBERS', 'MEMBERS_SINCE', 'MEMBERS_UNTIL',
-           'CROSSFIT_VERSION', 'check_writable', 'calibrator_checksum', 'calibrator_arrays', 'check_members',
-           'load_calibrator', 'Prefixed']
+__all__ = ['load_calibrator']
 
 # %% ../nbs/09a_persist.ipynb #e17ba48c
 FORMAT_VERSION = 6   # 6: the groups' definition; 5: each round's group; 4: a checksum; 3: the kernel by its registry

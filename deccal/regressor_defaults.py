@@ -15,11 +15,7 @@ from .dimfree import DimFreeDeCal
 from .start_distributions import StartRows, level_quantiles
 
 # %% auto #0
-__all__ = ['Y_MAX', 'MAX_ATOMS', 'EVALS_PER_SECOND', 'EXACT_ROWS', 'MAX_KNN_FEATURES', 'default_n_samples', 'median_heuristic',
-           'check_losses', 'check_outcome_scale', 'default_rbf', 'regressor_kernel', 'outcome_scale_for',
-           'kernel_losses', 'regressor_rules', 'in_kernel_domain', 'check_outputs', 'base_atoms', 'residual_atoms',
-           'with_residuals', 'fit_work', 'check_fit_work', 'numeric_features', 'start_inputs', 'model_start',
-           'kept_rounds', 'conformity_scores', 'conformal_margin', 'cv_plus_ends']
+__all__ = ['median_heuristic']
 
 # %% ../nbs/85c_regressor_defaults.ipynb #56da0382
 def default_n_samples(n:int, # calibration rows

@@ -13,8 +13,7 @@ from .rows import stack_search, split_rows, mean_se
 from .audit import search_groups, search_bytes
 
 # %% auto #0
-__all__ = ['unit_rows', 'radius', 'validation_split', 'round_bytes', 'round_flops', 'stack_bytes', 'mean_of_sums', 'start_rows',
-           'audit_round', 'run_rounds']
+__all__ = []
 
 # %% ../nbs/08a_rounds.ipynb #d61f4b21
 def unit_rows(g,           # (A, r) the G_a in whitened coordinates

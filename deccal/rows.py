@@ -13,8 +13,7 @@ from .decisions import quantal_response
 from .basis import Basis
 
 # %% auto #0
-__all__ = ['BACKENDS', 'Rows', 'LocalRows', 'split_rows', 'stack_search', 'mean_se', 'weighted_mean_se', 'register_backend',
-           'backend_for']
+__all__ = []
 
 # %% ../nbs/05b_rows.ipynb #46654a3e
 class Rows:

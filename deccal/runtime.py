@@ -10,13 +10,12 @@ import numpy as np
 from .checks import DeccalError, DeccalTypeError, check_positive
 
 # %% auto #0
-__all__ = ['MEMORY_BUDGET', 'WORK_BUDGET', 'BLAS_THREADS', 'row_blocks', 'tiles', 'available_memory', 'check_memory',
-           'eigh_flops', 'check_work', 'check_output_path', 'atomic_write', 'Progress', 'patch', 'on_dask',
-           'blas_controller', 'one_blas_thread']
+__all__ = ['MEMORY_BUDGET', 'WORK_BUDGET', 'BLAS_THREADS', 'one_blas_thread']
 
 # %% ../nbs/00b_runtime.ipynb #1e248a82
 MEMORY_BUDGET = 256 * 2**20   # bytes: the largest temporary block deccal allocates
 
+# %% ../nbs/00b_runtime.ipynb #183bc95d
 def row_blocks(n:int,                 # the number of rows
                bytes_per_row:float,   # bytes of temporaries each row needs
               ) -> list:              # [(i0, i1), ...] covering range(n) in order

@@ -17,9 +17,7 @@ from .segments import (Groups, FeatureTable, column_kind, tree_groups, distinct_
                            simplify_path)
 
 # %% auto #0
-__all__ = ['TREE_DEPTH', 'TREE_MIN_SHARE', 'TREE_MIN_SCORE', 'INFO_FLOOR', 'categorical_columns', 'temperature_information',
-           'rows_at', 'node_split', 'temperature_tree', 'found_family', 'SegmentVectorScaling', 'SegmentEffect',
-           'evidence_rows', 'held_out_gains', 'segment_effect']
+__all__ = ['categorical_columns', 'SegmentEffect']
 
 # %% ../nbs/84b_segment_search.ipynb #17e59863
 def categorical_columns(X, # the features (a DataFrame, or a 2-D array: columns x0, x1, ...)

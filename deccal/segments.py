@@ -10,10 +10,7 @@ from .checks import DeccalError, DeccalTypeError, check_array, check_int, check_
 from .runtime import MEMORY_BUDGET, check_memory, patch
 
 # %% auto #0
-__all__ = ['OPS', 'is_missing', 'missing_mask', 'FeatureTable', 'column_kind', 'as_level', 'encode_levels', 'format_value',
-           'condition_name', 'group_name', 'check_condition', 'prepare_column', 'condition_mask', 'Groups',
-           'weighted_quantile', 'select_columns', 'column_conditions', 'distinct_groups', 'largest_groups',
-           'split_candidates', 'split_sums', 'best_split', 'simplify_path', 'tree_groups']
+__all__ = ['Groups', 'tree_groups']
 
 # %% ../nbs/05d_segments.ipynb #c0000005
 def is_missing(v) -> bool:

@@ -14,11 +14,8 @@ from .checks import (DeccalError, NotFittedError, check_array, check_int, check_
 from .params import Estimator
 
 # %% auto #0
-__all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'NEWTON_MAX_PARAMS', 'check_probabilities', 'check_labels', 'brier_rows', 'log_loss_rows',
-           'weighted_mean_se', 'FirstStage', 'NoCalibration', 'softmax_nll_kernel', 'softmax_nll', 'clipped_log',
-           'TemperatureScaling', 'softmax_map_objective', 'softmax_map_hessp', 'softmax_map_fit', 'VectorScaling',
-           'MatrixScaling', 'pava_blocks', 'pava', 'isotonic_fit', 'IsotonicCalibration', 'SegmentTemperatureScaling',
-           'temperature_score']
+__all__ = ['ROW_SUM_TOL', 'LOG_FLOOR', 'log_loss_rows', 'FirstStage', 'NoCalibration', 'TemperatureScaling', 'VectorScaling',
+           'MatrixScaling', 'IsotonicCalibration', 'SegmentTemperatureScaling']
 
 # %% ../nbs/84c_stage_maps.ipynb #89dd8c04
 ROW_SUM_TOL = 1e-6     # how far a row of probabilities may sum from 1

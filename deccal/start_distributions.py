@@ -16,10 +16,7 @@ from .rows import weighted_mean_se
 from .crossfit import fold_ids
 
 # %% auto #0
-__all__ = ['KNN_EXACT_MAX', 'KNN_EPS', 'check_atom_weights', 'crps_atoms', 'level_quantiles', 'residual_start', 'mondrian_edges',
-           'mondrian_bin', 'mondrian_start', 'normalized_start', 'knn_difficulty', 'gaussian_start', 'StartRows',
-           'start_candidates', 'with_difficulty', 'check_candidates', 'start_folds', 'oof_atoms', 'oof_crps',
-           'crps_report', 'choose_start', 'select_start_oof', 'select_start']
+__all__ = ['StartRows']
 
 # %% ../nbs/84a_start_distributions.ipynb #c0006
 @nb.njit(cache=True)

@@ -14,7 +14,7 @@ from .decisions import quantal_response, softmin_cols, softmin_cols_backward
 from .basis import rank_by_trace
 
 # %% auto #0
-__all__ = ['search_rule', 'group_values', 'search_groups', 'witness_losses', 'landmark_search', 'landmark_G', 'landmark_losses']
+__all__ = []
 
 # %% ../nbs/06b_worst_pair.ipynb #b41d0c93
 def _objective(v,        # (A * r,) unconstrained parameters of the rule
