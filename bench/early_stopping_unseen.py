@@ -161,7 +161,8 @@ def table(summaries):
            "|---|---|---|---|---|"]
     for prob, S in summaries.items():
         rounds = dict(base='0', default=f"kept {S['kept'][0]:.1f} (ran {S['ran'][0]:.1f})",
-                      paper=f"{S['paper_rounds'][0]:.1f}", hind_gap=f"{S['T_gap'][0]:.1f}", hind_sq=f"{S['T_sq'][0]:.1f}")
+                      paper=f"{S['paper_rounds'][0]:.1f}", hind_gap=f"{S['T_gap'][0]:.1f}",
+                      hind_sq=f"{S['T_sq'][0]:.1f}")
         names = dict(base='(a) base', default='(b) default early stopping', paper='(c) paper rule, cap 30',
                      hind_gap='(d) hindsight, by gap on F', hind_sq='(d) hindsight, by square loss on F')
         for m in names:

@@ -70,7 +70,8 @@ if __name__ == '__main__':
     lines = ['| problem | costs | rows | wall s (median) | CPU s (median) | first stage | rounds kept '
              '| rounds run (5 folds) | load |',
              '|---|---|---|---|---|---|---|---|---|']
-    lines += [f"| {r[0]} | {r[1]} | {r[2]:,} | {r[3]:.2f} | {r[4]:.2f} | {r[5]} | {r[6]} | {r[7]} | {r[8]} |" for r in rows]
+    lines += [f"| {r[0]} | {r[1]} | {r[2]:,} | {r[3]:.2f} | {r[4]:.2f} | {r[5]} | {r[6]} | {r[7]} | {r[8]} |"
+              for r in rows]
     print('\n'.join(lines))
     if a.write:
         with open(os.path.join(REPO, 'bench', 'estimator_fit_time_results.md'), 'w') as f:
