@@ -213,8 +213,8 @@ def per_round(r):
     out['mem_rows'] = (fm['seconds'] - mem_setup - fm['search_s'] - fm['gather_s']) / fm['rounds']
     # the same on Dask (setup: the max_rounds=0 fit)
     out['dask_rows'] = (fd['seconds'] - su['seconds'] - fd['search_s'] - fd['gather_s']) / R
-    for key, f in (('mem', fm), ('dask', fd)):             # steady state: between consecutive patches (round t's patch
-                                                           # to round t+1's)
+    # steady state: between consecutive patches (round t's patch to round t+1's)
+    for key, f in (('mem', fm), ('dask', fd)):
         mk = np.array(f.get('marks') or [])
         if len(mk) >= 3:
             d = np.diff(mk, axis=0)

@@ -293,8 +293,8 @@ def write(rows, profs, ab, done, notes=()):
     if r6b:
         if r6b.get('timeout'):
             done_, per, setup, peak = partial(r6b)
-            lines.append(f"With max_rank=200 at 1,000,000: stopped after {r6b['seconds_waited']:.0f} s with {done_} "
-                         "rounds done"
+            lines.append(f"With max_rank=200 at 1,000,000: stopped after {r6b['seconds_waited']:.0f} s with "
+                         f"{done_} rounds done"
                          + (f" (setup {setup:.0f} s, {per:.1f} s per round: about "
                             f"{setup + per * r6b.get('max_rounds', FIT_ROUNDS):.0f} s for all rounds)" if per else '')
                          + (f"; peak so far {peak:.2f} GB = {peak * GB / (r6b['n'] * 200 * 8):.2f} x n r 8 (memory "
@@ -350,8 +350,8 @@ def reading(prof):
     for r in prof['by_cumtime'] + prof['by_tottime']: every[r['func']] = r
     def find(tag, key='cumtime'):
         hit = [r for f, r in every.items() if tag in f]
-        return (max(hit, key=lambda r: r[key]) if hit else dict(ncalls=float('nan'), cumtime=float('nan'),
-                                                                tottime=float('nan')))
+        return (max(hit, key=lambda r: r[key]) if hit
+                else dict(ncalls=float('nan'), cumtime=float('nan'), tottime=float('nan')))
     total, search, obj = find('(fit)')['cumtime'], find('(_search)')['cumtime'], find('(_objective)')
     rows = {k: find(f'({k})') for k in ('stats', 'patch', 'coords', 'sq_norms', 'square_loss_sum', 'take',
                                         '_pivoted_cholesky', 'eigh')}

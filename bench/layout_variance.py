@@ -102,8 +102,8 @@ def fit_variant(set_name, mode, path, variant, X, y, seed, costs, frozen_base):
     if mode == 'cv=5': kw = dict(cv=5)
     else: kw = {}
     Xf, Xt = layout(X[fit_rows], variant), layout(X[te], variant)
-    threads = threadpool_limits(limits=2,
-                                user_api='blas') if variant == '2 OpenBLAS threads' else contextlib.nullcontext()
+    threads = (threadpool_limits(limits=2, user_api='blas') if variant == '2 OpenBLAS threads'
+               else contextlib.nullcontext())
     with threads, warnings.catch_warnings():
         warnings.simplefilter('ignore')
         nthreads = sorted({i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'})
@@ -176,8 +176,8 @@ def tables(rows, seeds):
            '| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
     for r in rows:
         if r['seed'] != 0 and r['set'] in has0: continue
-        label = SETS[r['set']][0] + ' + ' + SETS[r['set']][1].split(' ')[0] + (f" (seed {r['seed']})"
-                                                                               if r['seed'] else '')
+        label = (SETS[r['set']][0] + ' + ' + SETS[r['set']][1].split(' ')[0]
+                 + (f" (seed {r['seed']})" if r['seed'] else ''))
         out.append('| ' + ' | '.join([label, r['mode'], r['path'],
                                       r['variant'], fe(r['dP']), fe(r['dV']), str(r['kept']), r['first_stage'],
                                       f"{r['floor']:g}", f"{r['gap']:.5f}", f"{r['dgap']:+.1e}" if r['dgap'] else '0',

@@ -151,8 +151,8 @@ def run_one(dname, X, y, mname, seed, costs, use_estimator, zhao):
                           log_loss=float(log_loss(y[te], P, labels=np.arange(costs.shape[2]))), brier=brier(P, y[te]),
                           accuracy=float((P.argmax(1) == y[te]).mean()), fit_s=secs)
         if rounds is not None: rows[name].update(kept=rounds[0], run=rounds[1])
-        if name == 'temperature':          # the noise floor: labels drawn from these probabilities, for which they are
-                                           # calibrated
+        # the noise floor: labels drawn from these probabilities, for which they are calibrated
+        if name == 'temperature':
             floor = noise_floor(P, costs, seed)
     rows['(noise floor)'] = floor
     return rows, base_secs, (len(tr), len(ca), len(te))
@@ -200,8 +200,8 @@ def main(argv=None):
             notes.append(f"{dname}: {len(y)} rows, {X.shape[1]} features, {C} classes; train/calibrate/test "
                          f"{sizes[0]}/{sizes[1]}/{sizes[2]}; {mname} fit {np.mean(base_t):.2f} s")
             for name, rs in per.items():
-                table.append([dname, mname, name] + [fmt([r[k] for r in rs], nd) if k in rs[0] else '' for k, _,
-                                                     nd in COLS])
+                table.append([dname, mname, name]
+                             + [fmt([r[k] for r in rs], nd) if k in rs[0] else '' for k, _, nd in COLS])
     elapsed = time.perf_counter() - T0
     head = ['data', 'base model', 'calibrator'] + [h for _, h, _ in COLS]
     lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]

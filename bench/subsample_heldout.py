@@ -377,8 +377,8 @@ def main(argv=None):
     jobs = []
     for problem in problems:
         for seed in seeds:
-            if (problem, seed) in done: j = done[problem, seed]; print(f"{problem} seed {seed}: from the cache",
-                                                                       flush=True)
+            if (problem, seed) in done:
+                j = done[problem, seed]; print(f"{problem} seed {seed}: from the cache", flush=True)
             else:
                 t1 = time.perf_counter(); j = run(problem, seed, a.n, a.n_fresh, a.cache and a.cache + '.parts')
                 print(f"{problem} seed {seed}: {time.perf_counter() - t1:.0f} s", flush=True)
