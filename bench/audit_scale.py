@@ -19,7 +19,7 @@ before it (VmHWM reset through /proc/self/clear_refs).  The time exponent is the
 log(time) on log(n) over the landmark sizes.
 """
 from __future__ import annotations
-import argparse, json, os, subprocess, sys, time
+import argparse, json, os, subprocess, sys
 
 import numpy as np
 

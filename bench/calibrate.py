@@ -24,7 +24,7 @@ import os
 # NumPy and Numba load; `setdefault` keeps a value the user chose.
 os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
 os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
-import argparse, sys, time
+import argparse, sys
 
 import numpy as np
 

@@ -212,7 +212,6 @@ def main(argv=None):
                 d = json.loads(line)
                 done[(d.get('first_stage', 'auto'), d['set'], d['seed'])] = d['res']
     T0 = time.perf_counter()
-    notes = {}
     data = {}
     for s in SETS:                                  # every set: the tables show what the logs hold
         X, y = sklearn_datasets()[SETS[s][0]]()

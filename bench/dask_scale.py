@@ -347,7 +347,7 @@ def write(res):
                  f"{am['value']:.5f} | {ad['value']:.5f} | {abs(ad['value'] - am['value']) / am['value']:.2e} | "
                  f"{ad['rank_P']} / {ad['rank_R']} | {hb(ad['traffic']['sent'])} / {hb(ad['traffic']['received'])} | "
                  f"{hb(ad['loopback_bytes'])} | {am['others_during']:.0%} / {ad['others_during']:.0%} |")
-    L += ['', f"Dask's overhead per task on this LocalCluster (1,000 no-op delayed tasks through `dask.compute`): "
+    L += ['', "Dask's overhead per task on this LocalCluster (1,000 no-op delayed tasks through `dask.compute`): "
           + ', '.join(f"{r['per_task_s'] * 1e3:.2f} ms (n = {r['n']:,} run)" for r in res)
           + '. Persisting the input chunks: '
           + ', '.join(f"{r['persist_s']:.1f} s (n = {r['n']:,})" for r in res) + '.', '']

@@ -200,7 +200,7 @@ def main():
             print(f"{prob} seed {s}: kept {j['kept']} of {j['ran']}; gap on G base {j['base'][0]:.4f}, default "
                   f"{j['default'][0]:.4f}, paper {j['paper'][0]:.4f}, hindsight {j['hind_gap'][0]:.4f}", flush=True)
     summaries = {prob: summarize(r) for prob, r in rows.items()}
-    text = '\n'.join([f"# Early-stopping defaults on problems not used to choose them", '',
+    text = '\n'.join(["# Early-stopping defaults on problems not used to choose them", '',
                       machine_info(('dimfree.py', 'audit.py')), '', table(summaries), '',
                       '```json', json.dumps(dict(problems={p: dict(n=PROBLEMS[p]['n'], N=PROBLEMS[p]['N'],
                                                                    eps=PROBLEMS[p]['eps'], cap=CAP) for p in rows},

@@ -242,7 +242,6 @@ def objective_ab(reps=3, evals=20):
 
 def write(rows, profs, ab, done, notes=()):
     from deccal.runtime import atomic_write
-    main = series(rows)
     byn = {(r['n'], r['max_rank'], r.get('blas_threads')): r for r in rows}
     r5, r6, r6b = byn.get((100_000, 300, None)), byn.get((1_000_000, 300, None)), byn.get((1_000_000, 200, None))
     verdict = lambda ok: 'met' if ok else 'NOT met'

@@ -172,7 +172,7 @@ def tables(rows, seeds):
             'rounds kept', 'first stage', 'floor', 'mean gap', 'Δ mean gap', 'se (bootstrap rows)',
             'se (decision makers)']
     has0 = {r['set'] for r in rows if r['seed'] == 0}
-    out = [f"#### Split (seed) 0; every split of a setting run only on other seeds", '',
+    out = ["#### Split (seed) 0; every split of a setting run only on other seeds", '',
            '| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
     for r in rows:
         if r['seed'] != 0 and r['set'] in has0: continue
