@@ -33,7 +33,8 @@ In the single-audit mode a thread prints the process's VmHWM every 10 s, so a ru
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY')
 import argparse, json, subprocess, sys, threading, time
 
 import numpy as np

@@ -22,8 +22,8 @@ import os
 # Many small BLAS calls and tiny parallel Numba loops: spinning worker threads starve the main thread on a
 # shared 2-core machine (the same fit took 212 s instead of 16 s with another busy process). Set before
 # NumPy and Numba load; `setdefault` keeps a value the user chose.
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY', 'OPENBLAS_NUM_THREADS')
 import argparse, sys
 
 import numpy as np

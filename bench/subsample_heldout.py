@@ -63,8 +63,9 @@ slow the search's skinny products down).
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')  # as bench/early_stopping.py: one BLAS thread (the cores are shared)
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+# as bench/early_stopping.py: one BLAS thread (the cores are shared)
+thread_defaults('OMP_WAIT_POLICY', 'OPENBLAS_NUM_THREADS')
 import argparse, json, subprocess, sys, time
 
 import numpy as np

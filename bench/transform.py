@@ -29,7 +29,8 @@ same output) to say which array shapes the time goes to.
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY')
 import argparse, cProfile, io, json, pstats, subprocess, sys, tempfile, time
 from collections import defaultdict
 
