@@ -106,7 +106,8 @@ def machine_info(sources=('kernels.py',)):
     except Exception: pass
     srcs = []
     for f in sources:
-        stamp = datetime.datetime.fromtimestamp(os.path.getmtime(os.path.join(REPO, 'deccal', f))).isoformat(timespec='seconds')
+        stamp = (datetime.datetime.fromtimestamp(os.path.getmtime(os.path.join(REPO, 'deccal', f)))
+                 .isoformat(timespec='seconds'))
         srcs.append(f"deccal/{f} sha256 {source_sha(f)} (modified {stamp})")
     try: bt = blas_threads()
     except Exception: bt = '?'

@@ -100,7 +100,8 @@ def fit_one(n, max_rank=300, rounds=FIT_ROUNDS):
     src = sources()
     P = dict(on=False, t0=0.0, rss0=0, round=0)
     def progress(event):
-        "A PROGRESS line on stdout (the parent reads them if it has to stop this run): elapsed time, peak memory so far."
+        """A PROGRESS line on stdout (the parent reads them if it has to stop this run): elapsed time, peak memory so
+        far."""
         if not P['on']: return
         P['round'] += event == 'round'
         print('PROGRESS ' + json.dumps(dict(event=event, round=P['round'], seconds=time.perf_counter() - P['t0'],

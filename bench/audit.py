@@ -91,7 +91,8 @@ class Probe:
 
     def reset(self):
         self.t = {k: 0.0 for k in ('block', 'matmat', 'dense', 'traces') + self.PHASES}
-        self.n_matmat, self.nfev, self.peak_abs, self.phase_peak, self.phase_block, self.phase_pass = 0, 0, 0, {}, {}, {}
+        (self.n_matmat, self.nfev, self.peak_abs, self.phase_peak, self.phase_block,
+         self.phase_pass) = 0, 0, 0, {}, {}, {}
 
     def _timed(self, key, f, count=False):
         @functools.wraps(f)
@@ -128,7 +129,8 @@ def run_one(n, repeat, repeat_time, kw, knobs):
     from deccal.embedding import Embedding
     from deccal.kernels import RBF
     if knobs.get('memory_budget'):   # block size of the passes over P and R (module constant, patched in memory)
-        importlib.import_module('deccal.runtime').MEMORY_BUDGET = int(knobs['memory_budget'] * 2**20)   # read at call time
+        # read at call time
+        importlib.import_module('deccal.runtime').MEMORY_BUDGET = int(knobs['memory_budget'] * 2**20)
     kernel = RBF(GAMMA)
     Yhat, Y = make_data(n)
     pred = Embedding.from_points(Yhat)
@@ -182,10 +184,10 @@ def run_one(n, repeat, repeat_time, kw, knobs):
     best = min(runs, key=lambda r: r['wall'])
     try: layer = numba.threading_layer()
     except Exception: layer = '?'
-    info = dict(n=n, kw=kw, knobs=knobs, blas_threads=blas_threads(), runs=runs, best=best, times=[r['wall'] for r in runs], peak=max(r['peak'] for r in runs),
-                dense_bytes=8 * n * n, warmup=warm, method_mem=method_mem, base_rss=rss_first,
-                window=wall, other_cpu=max(0.0, busy - own) / capacity, steal=steal / capacity,
-                own_cpu=own / capacity, load=[load0, load1], threading_layer=layer,
+    info = dict(n=n, kw=kw, knobs=knobs, blas_threads=blas_threads(), runs=runs, best=best,
+                times=[r['wall'] for r in runs], peak=max(r['peak'] for r in runs), dense_bytes=8 * n * n, warmup=warm,
+                method_mem=method_mem, base_rss=rss_first, window=wall, other_cpu=max(0.0, busy - own) / capacity,
+                steal=steal / capacity, own_cpu=own / capacity, load=[load0, load1], threading_layer=layer,
                 numba_threads=numba.get_num_threads())
     print('RESULT ' + json.dumps(info), flush=True)
 
@@ -216,7 +218,8 @@ def main():
     ap.add_argument('--numba-threads', type=int, default=None,
                     help='profiling: NUMBA_NUM_THREADS for the measurement subprocesses (default: unset)')
     ap.add_argument('--memory-budget', type=float, default=None, metavar='MiB',
-                    help='profiling: deccal.runtime.MEMORY_BUDGET (tile size of the passes; default 256 MiB), patched in memory')
+                    help='profiling: deccal.runtime.MEMORY_BUDGET (tile size of the passes; default 256 MiB), patched '
+                         'in memory')
     ap.add_argument('--power', type=int, default=None,
                     help='profiling: power iterations of the randomized factorization (_factors(power=...), default 1)')
     ap.add_argument('--retries', type=int, default=1,
@@ -226,7 +229,8 @@ def main():
     ap.add_argument('--time-budget', type=float, default=600,
                     help='after this many seconds, stop waiting for idle CPUs and stop retrying')
     ap.add_argument('--out', default=None,
-                    help='also write the markdown results here (default: bench/audit_results.md for the full default run)')
+                    help='also write the markdown results here (default: bench/audit_results.md for the full default '
+                         'run)')
     ap.add_argument('--one', type=int, help=argparse.SUPPRESS)
     ap.add_argument('--kw-json', default='{}', help=argparse.SUPPRESS)
     ap.add_argument('--knobs-json', default='{}', help=argparse.SUPPRESS)
@@ -249,7 +253,8 @@ def main():
           f"other processes use {100 * busy:.0f}% of the CPUs", flush=True)
     if busy > 0.1: print("WARNING: the machine is busy; timings will be disturbed.", flush=True)
     print(f"n = {ns}; RBF(gamma={GAMMA}), d = {D}, {ACTIONS} actions, beta = {BETA:g}, R1 = {R1:g}; "
-          f"audit() keyword arguments: {kw or 'defaults'}" + (f"; profiling settings: {knobs}" if knobs else ''), flush=True)
+          f"audit() keyword arguments: {kw or 'defaults'}" + (f"; profiling settings: {knobs}" if knobs else ''),
+          flush=True)
     results, t_all = {}, time.perf_counter()
     for n in ns:
         cmd = [sys.executable, os.path.abspath(__file__), '--one', str(n), '--repeat', str(args.repeat),
@@ -269,22 +274,23 @@ def main():
             b = r['best']
             print(f"  n={n:6d} {b['method']:10s} runs {', '.join(ft(t) for t in r['times'])} s; "
                   f"best: factors {ft(b['factors'])} (kernel blocks {ft(b['factors_block'])}, products "
-                  f"{ft(b['factors_products'])}, rest {ft(b['factors_rest'])}; {b['n_matmat']} matmat passes in all), search {ft(b['search'])} ({b['nfev']} evaluations), witnesses {ft(b['witnesses'])}; "
-                  f"ranks P/R {b['rank_P']}/{b['rank_R']}; captured {b['captured_P']:.6f}/{b['captured_R']:.6f}; "
-                  f"value {b['value']:.4g} (search {b['search_value']:.4g}); peak {fgb(r['peak'])} GB "
-                  f"(phases: {', '.join(f'{k[1:]} {fgb(v)}' for k, v in b['phase_peak'].items())}); "
-                  f"dense n x n {fgb(r['dense_bytes'])} GB; minor faults {b['minflt']}; warm-up {r['warmup']:.1f} s; "
-                  f"OpenBLAS threads {r['blas_threads']}, Numba {r['threading_layer']} {r['numba_threads']}; "
-                  f"other processes {100 * r['other_cpu']:.0f}%, steal {100 * r['steal']:.0f}%, "
-                  f"load {r['load'][0][0]:.2f} -> {r['load'][1][0]:.2f}", flush=True)
+                  f"{ft(b['factors_products'])}, rest {ft(b['factors_rest'])}; {b['n_matmat']} matmat passes in all), "
+                  f"search {ft(b['search'])} ({b['nfev']} evaluations), witnesses {ft(b['witnesses'])}; ranks P/R "
+                  f"{b['rank_P']}/{b['rank_R']}; captured {b['captured_P']:.6f}/{b['captured_R']:.6f}; value "
+                  f"{b['value']:.4g} (search {b['search_value']:.4g}); peak {fgb(r['peak'])} GB (phases: "
+                  f"{', '.join(f'{k[1:]} {fgb(v)}' for k, v in b['phase_peak'].items())}); dense n x n "
+                  f"{fgb(r['dense_bytes'])} GB; minor faults {b['minflt']}; warm-up {r['warmup']:.1f} s; OpenBLAS "
+                  f"threads {r['blas_threads']}, Numba {r['threading_layer']} {r['numba_threads']}; other processes "
+                  f"{100 * r['other_cpu']:.0f}%, steal {100 * r['steal']:.0f}%, load {r['load'][0][0]:.2f} -> "
+                  f"{r['load'][1][0]:.2f}", flush=True)
             if not disturbed(r) or late: break
             if attempt < args.retries: print("  disturbed by other processes: measuring again", flush=True)
         if r is not None: results[n] = r
     elapsed = time.perf_counter() - t_all
 
     rows = ['| n | method | time (s) | factors (s): kernel blocks / products / rest | search (s) | witnesses (s) '
-            '| exponent vs previous n | value | rank P / R | captured trace P / R | peak increase (GB) | dense n x n (GB) '
-            '| peak / dense | others\' CPU, load |',
+            '| exponent vs previous n | value | rank P / R | captured trace P / R | peak increase (GB) | dense n x n '
+            '(GB) | peak / dense | others\' CPU, load |',
             '|---:|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|']
     prev, exps = None, {}
     for n in ns:
@@ -296,9 +302,10 @@ def main():
         e = f"{exps[n]:.2f}" if n in exps else '-'
         rows.append(
             f"| {n} | {b['method']} | {ft(b['wall'])} | {ft(b['factors'])}: {ft(b['factors_block'])} / "
-            f"{ft(b['factors_products'])} / {ft(b['factors_rest'])} | {ft(b['search'])} ({b['nfev']} ev.) | {ft(b['witnesses'])} | {e} | {b['value']:.4f} | {b['rank_P']} / {b['rank_R']} "
-            f"| {b['captured_P']:.6f} / {b['captured_R']:.6f} | {fgb(r['peak'])} | {fgb(r['dense_bytes'])} "
-            f"| {r['peak'] / r['dense_bytes']:.2f} | {100 * r['other_cpu']:.0f}%, {r['load'][0][0]:.1f}-{r['load'][1][0]:.1f} |")
+            f"{ft(b['factors_products'])} / {ft(b['factors_rest'])} | {ft(b['search'])} ({b['nfev']} ev.) | "
+            f"{ft(b['witnesses'])} | {e} | {b['value']:.4f} | {b['rank_P']} / {b['rank_R']} | {b['captured_P']:.6f} / "
+            f"{b['captured_R']:.6f} | {fgb(r['peak'])} | {fgb(r['dense_bytes'])} | {r['peak'] / r['dense_bytes']:.2f} "
+            f"| {100 * r['other_cpu']:.0f}%, {r['load'][0][0]:.1f}-{r['load'][1][0]:.1f} |")
         prev = (n, b['wall'])
     table = '\n'.join(rows)
 
@@ -323,9 +330,9 @@ def main():
                             f"and R ({fgb(2 * r['dense_bytes'])} GB together) and their eigendecompositions; peak "
                             f"{fgb(r['peak'])} GB = {q:.2f}x one dense n x n matrix (by design on this path)")
         elif 16.0 * n * n <= budget:
-            verdicts.append(f"- n = {n}: randomized path; dense P and R ({fgb(2 * r['dense_bytes'])} GB together) fit in the "
-                            f"{budget / 2**20:g} MiB budget, so they are computed once and kept; peak {fgb(r['peak'])} GB = "
-                            f"{q:.2f}x one dense n x n matrix (by design)")
+            verdicts.append(f"- n = {n}: randomized path; dense P and R ({fgb(2 * r['dense_bytes'])} GB together) fit "
+                            f"in the {budget / 2**20:g} MiB budget, so they are computed once and kept; peak "
+                            f"{fgb(r['peak'])} GB = {q:.2f}x one dense n x n matrix (by design)")
         else:
             verdicts.append(f"- n = {n}: randomized path, passes over tiles; peak {fgb(r['peak'])} GB = "
                             f"{q:.2f}x one dense n x n matrix (target for large n: well below, < {WELL_BELOW:g}x): "
@@ -336,21 +343,22 @@ def main():
                         f"(after up to {args.retries} retries); timings are inflated accordingly.")
     steal = max((r['steal'] for r in results.values() if r['window'] >= 1.0), default=0.0)
     if steal > 0.05:
-        verdicts.append(f"- Note: hypervisor steal reached {100 * steal:.0f}% of CPU capacity during some measurements.")
+        verdicts.append(f"- Note: hypervisor steal reached {100 * steal:.0f}% of CPU capacity during some "
+                        "measurements.")
     any_r = next(iter(results.values()), None)
     layer = f"{any_r['threading_layer']}, {any_r['numba_threads']} threads" if any_r else '?'
     method = any_r['method_mem'] if any_r else '?'
     notes = (f"Scenario: point forecasts in R^3 (`Embedding.from_points`), `RBF(gamma={GAMMA})`, {ACTIONS} actions, "
              f"beta = {BETA:g}, R1 = {R1:g}; audit() keyword arguments: {kw or 'all defaults'}"
              f"{f'; profiling settings: {knobs}' if knobs else ''}. Data: x ~ N(0, I_3), "
-             f"predictions 0.8 x, outcomes x + 0.3 N(0, I_3), seed {SEED}. Time = wall clock of `audit(...)`, best of up "
-             f"to {args.repeat} runs (fewer once {args.repeat_time:g} s were spent) after warm-up audits on n = 200 "
+             f"predictions 0.8 x, outcomes x + 0.3 N(0, I_3), seed {SEED}. Time = wall clock of `audit(...)`, best of "
+             f"up to {args.repeat} runs (fewer once {args.repeat_time:g} s were spent) after warm-up audits on n = 200 "
              f"(both the exact and the randomized path). Split of time from the same run, by timers around "
              f"`_factors`, `_search`, `_witnesses`, `_Grams.tile` (kernel evaluations of tiles of P and R) and "
              f"`_Grams.matmat`/`dense`: within `_factors`, \"kernel blocks\" = time in `_Grams.tile` (kernel "
              f"evaluations of tiles of P and R), \"products\" = the rest of the passes over the blocks (BLAS "
-             f"products with the sketch, or filling dense P and R), \"rest\" = QR, eigh, traces. Exponent = log(t_n / t_prev) / "
-             f"log(n / n_prev). Peak = peak RSS during the audit minus RSS just before it ({method}); "
+             "products with the sketch, or filling dense P and R), \"rest\" = QR, eigh, traces. Exponent = log(t_n / "
+             f"t_prev) / log(n / n_prev). Peak = peak RSS during the audit minus RSS just before it ({method}); "
              f"dense n x n = 8 n^2 bytes (1 GB = 1e9 bytes). Each n in a fresh subprocess. Numba threading layer: "
              f"{layer}. \"others' CPU\" = CPU used by other processes during the timed runs (share of 2 CPUs), "
              f"and the 1-min load average before-after. Total benchmark time {elapsed:.0f} s.")

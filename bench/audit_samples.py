@@ -4,7 +4,8 @@ Prints figures; it is not a test.  Usage:
 
     python bench/audit_samples.py                  # the standard runs below (about 7 minutes on 2 cores);
                                                    # writes bench/audit_samples_results.md
-    python bench/audit_samples.py 500 50 3         # one audit of n B d (method 'auto') with a progress bar; nothing written
+    python bench/audit_samples.py 500 50 3         # one audit of n B d (method 'auto') with a progress bar;
+                                                   # nothing written
     python bench/audit_samples.py 20000 200 3 --method landmarks
 
 Scenario: x ~ N(0, I_d); samples 0.8 x + 0.3 N(0, I_d) per context (`Embedding.from_samples`), outcomes
@@ -32,7 +33,8 @@ In the single-audit mode a thread prints the process's VmHWM every 10 s, so a ru
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY')
 import argparse, json, subprocess, sys, threading, time
 
 import numpy as np
@@ -45,7 +47,8 @@ from _measure import rss_bytes, hwm_bytes, reset_hwm, cpu_snapshot, other_busy, 
 KW = dict(n_actions=3, beta=10.0, R1=1.0)
 BIG_N, B_STD, D_STD = 20_000, 200, 3
 TARGET_S = 60.0
-ATTEMPTS = 3      # a landmark run disturbed by other processes (over 5% of the CPUs) is run again, up to this many times in all
+ATTEMPTS = 3      # a landmark run disturbed by other processes (over 5% of the CPUs) is run again, up to this many
+                  # times in all
 WAIT_S = 120       # before each run: wait up to this long for other processes to leave the CPUs (under 10% busy)
 MiB = 2**20
 
@@ -75,8 +78,8 @@ def one(n, B, d, method, seed=0, verbose=False):
     s1 = cpu_snapshot()
     wall = s1[0] - s0[0]
     other = max(0.0, (s1[2] - s0[2]) - (s1[1] - s0[1])) / (wall * len(os.sched_getaffinity(0)))
-    info = {key: r.info.get(key) for key in ('method', 'rank_P', 'rank_R', 'landmarks', 'landmark_rows', 'captured_landmarks',
-                                              'search_rows', 'passes', 'dense_kept')}
+    info = {key: r.info.get(key) for key in ('method', 'rank_P', 'rank_R', 'landmarks', 'landmark_rows',
+                                             'captured_landmarks', 'search_rows', 'passes', 'dense_kept')}
     peak = hwm_bytes()
     return dict(n=n, B=B, d=d, requested=method, seed=seed, seconds=wall, cpu_seconds=s1[1] - s0[1], value=r.value,
                 peak_bytes=(peak - rss0) if ok else None, process_peak_bytes=peak, base_bytes=rss0,
@@ -86,7 +89,8 @@ def one(n, B, d, method, seed=0, verbose=False):
 
 def run(n, B, d, method, seed=0):
     "One audit in a fresh subprocess (stderr passes through)."
-    out = subprocess.run([sys.executable, __file__, str(n), str(B), str(d), '--method', method, '--seed', str(seed), '--one'],
+    out = subprocess.run([sys.executable, __file__, str(n), str(B), str(d), '--method', method, '--seed',
+                          str(seed), '--one'],
                          stdout=subprocess.PIPE, text=True)
     if out.returncode: raise RuntimeError(f"audit n={n} B={B} {method} failed (exit {out.returncode})")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -109,7 +113,8 @@ def main(argv=None):
         t0 = time.perf_counter()
         def watch():
             while True:
-                time.sleep(10); print(f"  {time.perf_counter() - t0:.0f} s: process peak {hwm_bytes() / MiB:.0f} MiB", flush=True)
+                time.sleep(10)
+                print(f"  {time.perf_counter() - t0:.0f} s: process peak {hwm_bytes() / MiB:.0f} MiB", flush=True)
         threading.Thread(target=watch, daemon=True).start()
         r = one(*a.sizes, a.method, a.seed, verbose=True)
         r.pop('start_values')
@@ -123,67 +128,80 @@ def main(argv=None):
         tries = []
         for _ in range(ATTEMPTS if method == 'landmarks' else 1):    # the dense paths take minutes: one attempt
             waited = wait_idle(WAIT_S); before = other_busy(1.0)
-            r = run(n, B_STD, D_STD, method, seed); r['others_busy_before'], r['waited_for_idle'] = before, waited; tries.append(r)
+            r = run(n, B_STD, D_STD, method, seed)
+            r['others_busy_before'], r['waited_for_idle'] = before, waited
+            tries.append(r)
             if r['others_busy'] <= 0.05: break
-            print(f"  (n = {n:,} {method} seed {seed}: {r['seconds']:.1f} s with other processes using {r['others_busy']:.0%} of the CPUs)", flush=True)
+            print(f"  (n = {n:,} {method} seed {seed}: {r['seconds']:.1f} s with other processes using "
+                  f"{r['others_busy']:.0%} of the CPUs)", flush=True)
         r = min(tries, key=lambda t: t['others_busy'])
         r['attempts'] = [dict(seconds=t['seconds'], others_busy=t['others_busy'], value=t['value']) for t in tries]
         rows.append(r)
-        print(f"n = {n:>6,}, B = {B_STD}: {method:>9} -> {r['method']:<10} seed {seed}: {r['seconds']:7.1f} s (CPU {r['cpu_seconds']:.1f} s), "
-              f"peak {fmib(r['peak_bytes'])} MiB above the {r['base_bytes'] / MiB:.0f} MiB before it, value {r['value']:.5f}, "
-              f"ranks {r['rank_P']}/{r['rank_R']} (others busy {r['others_busy']:.0%} during, {before:.0%} before)", flush=True)
+        print(f"n = {n:>6,}, B = {B_STD}: {method:>9} -> {r['method']:<10} seed {seed}: {r['seconds']:7.1f} s (CPU "
+              f"{r['cpu_seconds']:.1f} s), peak {fmib(r['peak_bytes'])} MiB above the {r['base_bytes'] / MiB:.0f} MiB "
+              f"before it, value {r['value']:.5f}, ranks {r['rank_P']}/{r['rank_R']} (others busy "
+              f"{r['others_busy']:.0%} during, {before:.0%} before)", flush=True)
     total = time.perf_counter() - t_all
 
-    def find(n, method, seed=0): return next(r for r in rows if r['n'] == n and r['requested'] == method and r['seed'] == seed)
+    def find(n, method, seed=0): return next(r for r in rows if r['n'] == n and r['requested'] == method
+                                             and r['seed'] == seed)
     cmp = []
     for n in (2000, 1000):
         ref, lm = find(n, 'auto'), find(n, 'landmarks')
         cmp.append(dict(n=n, ref_method=ref['method'], ref_value=ref['value'], landmarks_value=lm['value'],
-                        rel_diff=lm['value'] / ref['value'] - 1, ref_seconds=ref['seconds'], landmarks_seconds=lm['seconds']))
+                        rel_diff=lm['value'] / ref['value'] - 1, ref_seconds=ref['seconds'],
+                        landmarks_seconds=lm['seconds']))
     big, big1 = find(BIG_N, 'landmarks'), find(BIG_N, 'landmarks', 1)
     budget = big['budget_bytes']
     time_ok, mem_ok = big['seconds'] <= TARGET_S, big['peak_bytes'] is not None and big['peak_bytes'] <= budget
     for c in cmp:
-        print(f"n = {c['n']:,}: {c['ref_method']} {c['ref_value']:.5f} ({c['ref_seconds']:.1f} s), landmarks {c['landmarks_value']:.5f} "
-              f"({c['landmarks_seconds']:.1f} s): {c['rel_diff']:+.2%}")
-    print(f"n = {BIG_N:,}, B = {B_STD}, landmarks: {big['seconds']:.1f} s (target <= {TARGET_S:.0f} s: {'met' if time_ok else 'NOT met'}), "
-          f"peak {fmib(big['peak_bytes'])} MiB = {big['peak_bytes'] / budget:.2f} x MEMORY_BUDGET ({budget / MiB:.0f} MiB): "
-          f"{'met' if mem_ok else 'NOT met'}")
+        print(f"n = {c['n']:,}: {c['ref_method']} {c['ref_value']:.5f} ({c['ref_seconds']:.1f} s), landmarks "
+              f"{c['landmarks_value']:.5f} ({c['landmarks_seconds']:.1f} s): {c['rel_diff']:+.2%}")
+    print(f"n = {BIG_N:,}, B = {B_STD}, landmarks: {big['seconds']:.1f} s (target <= {TARGET_S:.0f} s: "
+          f"{'met' if time_ok else 'NOT met'}), peak {fmib(big['peak_bytes'])} MiB = {big['peak_bytes'] / budget:.2f} "
+          f"x MEMORY_BUDGET ({budget / MiB:.0f} MiB): {'met' if mem_ok else 'NOT met'}")
 
     from deccal.runtime import atomic_write
-    busy_note = '' if big['others_busy'] < 0.05 else f" (other processes used {big['others_busy']:.0%} of the CPUs meanwhile)"
+    busy_note = ('' if big['others_busy'] < 0.05
+                 else f" (other processes used {big['others_busy']:.0%} of the CPUs meanwhile)")
     L = ['# Audits of sample predictions, and the landmark path at n = 20,000, B = 200', '',
          machine_info(('audit.py', 'embedding.py', 'dimfree.py', 'kernels.py')), '',
-         f"Produced by `python bench/audit_samples.py` ({total / 60:.1f} minutes). Scenario: d = 3, B = {B_STD} samples per context "
-         "(`Embedding.from_samples`), x ~ N(0, I_3), samples 0.8 x + 0.3 N(0, I_3), outcomes x + 0.3 N(0, I_3); RBF gamma = 0.5, "
-         "3 actions, beta = 10, R1 = 1; audit's other arguments at their defaults (landmark_rows = 4000, search_max = 20000, "
-         "max_rank = 200). Each row: a fresh subprocess, a warm-up audit of every method on 300 contexts, then one timed audit. "
-         "Peak = VmHWM during the audit minus VmRSS before it ('before' = that RSS: data, warm-up leftovers, libraries); "
-         "'S_P, S_R' = the two n x r factors every path keeps (2 n r 8 bytes). 'others busy' = share of the 2 CPUs used by other "
-         "processes during the audit; a landmark run they disturbed (over 5%) was run again, up to 3 times, and the least disturbed "
-         "attempt is shown ('attempts'). 'CPU s' is this process's CPU time (user + system, all threads).", '',
-         '| n | method asked -> used | seed | seconds | CPU s | peak MiB | peak / MEMORY_BUDGET | before MiB | S_P, S_R MiB | ranks P / R | landmarks | value | others busy | attempts |',
+         f"Produced by `python bench/audit_samples.py` ({total / 60:.1f} minutes). Scenario: d = 3, B = {B_STD} "
+         "samples per context (`Embedding.from_samples`), x ~ N(0, I_3), samples 0.8 x + 0.3 N(0, I_3), outcomes x + "
+         "0.3 N(0, I_3); RBF gamma = 0.5, 3 actions, beta = 10, R1 = 1; audit's other arguments at their defaults "
+         "(landmark_rows = 4000, search_max = 20000, max_rank = 200). Each row: a fresh subprocess, a warm-up audit of "
+         "every method on 300 contexts, then one timed audit. Peak = VmHWM during the audit minus VmRSS before it "
+         "('before' = that RSS: data, warm-up leftovers, libraries); 'S_P, S_R' = the two n x r factors every path "
+         "keeps (2 n r 8 bytes). 'others busy' = share of the 2 CPUs used by other processes during the audit; a "
+         "landmark run they disturbed (over 5%) was run again, up to 3 times, and the least disturbed attempt is shown "
+         "('attempts'). 'CPU s' is this process's CPU time (user + system, all threads).", '',
+         '| n | method asked -> used | seed | seconds | CPU s | peak MiB | peak / MEMORY_BUDGET | before MiB | S_P, '
+         'S_R MiB | ranks P / R | landmarks | value | others busy | attempts |',
          '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for r in rows:
-        L.append(f"| {r['n']:,} | {r['requested']} -> {r['method']} | {r['seed']} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f} | "
-                 f"{fmib(r['peak_bytes'])} | {r['peak_bytes'] / r['budget_bytes']:.2f} | {r['base_bytes'] / MiB:.0f} | "
-                 f"{r['factor_bytes'] / MiB:.0f} | {r['rank_P']} / {r['rank_R']} | {r['landmarks'] or '-'} | {r['value']:.5f} | "
-                 f"{r['others_busy']:.0%} | {len(r['attempts'])} |")
-    L += ['', '**Accuracy of the landmark path on sample predictions** (value of the landmark audit against the dense-Gram path on '
-          'the same data and seed; both values are in-sample maxima found by the same multi-start search):', '']
+        L.append(f"| {r['n']:,} | {r['requested']} -> {r['method']} | {r['seed']} | {r['seconds']:.1f} | "
+                 f"{r['cpu_seconds']:.1f} | {fmib(r['peak_bytes'])} | {r['peak_bytes'] / r['budget_bytes']:.2f} | "
+                 f"{r['base_bytes'] / MiB:.0f} | {r['factor_bytes'] / MiB:.0f} | {r['rank_P']} / {r['rank_R']} | "
+                 f"{r['landmarks'] or '-'} | {r['value']:.5f} | {r['others_busy']:.0%} | {len(r['attempts'])} |")
+    L += ['', '**Accuracy of the landmark path on sample predictions** (value of the landmark audit against the '
+          'dense-Gram path on the same data and seed; both values are in-sample maxima found by the same multi-start '
+          'search):', '']
     for c in cmp:
-        L.append(f"- n = {c['n']:,}, B = {B_STD}: {c['ref_method']} {c['ref_value']:.5f} ({c['ref_seconds']:.1f} s), landmarks "
-                 f"{c['landmarks_value']:.5f} ({c['landmarks_seconds']:.1f} s): relative difference {c['rel_diff']:+.2%}.")
+        L.append(f"- n = {c['n']:,}, B = {B_STD}: {c['ref_method']} {c['ref_value']:.5f} ({c['ref_seconds']:.1f} s), "
+                 f"landmarks {c['landmarks_value']:.5f} ({c['landmarks_seconds']:.1f} s): relative difference "
+                 f"{c['rel_diff']:+.2%}.")
     L.append(f"- n = {BIG_N:,}: landmarks with seed 0 {big['value']:.5f}, seed 1 {big1['value']:.5f} "
-             f"({big1['value'] / big['value'] - 1:+.2%}; the seed draws the 4000 landmark rows, the search rows and starts).")
+             f"({big1['value'] / big['value'] - 1:+.2%}; the seed draws the 4000 landmark rows, the search rows and "
+             "starts).")
     L += ['', f"**Targets at n = {BIG_N:,}, B = {B_STD}, method 'landmarks'** (seed 0):", '',
           f"- time {big['seconds']:.1f} s (target <= {TARGET_S:.0f} s): {'met' if time_ok else 'NOT met'}"
           f"{busy_note}.",
-          f"- peak memory {fmib(big['peak_bytes'])} MiB above the RSS before the audit = {big['peak_bytes'] / budget:.2f} x "
-          f"`deccal.runtime.MEMORY_BUDGET` ({budget / MiB:.0f} MiB): {'met' if mem_ok else 'NOT met'}. Of it, the factors S_P and S_R "
-          f"the audit returns to its search take {big['factor_bytes'] / MiB:.0f} MiB; the process's whole peak was "
-          f"{big['process_peak_bytes'] / MiB:.0f} MiB (the data: n B d 8 bytes = {BIG_N * B_STD * D_STD * 8 / MiB:.0f} MiB of samples). "
-          "MEMORY_BUDGET bounds each temporary block deccal allocates, not the sum of the outputs kept and one block.", '',
+          f"- peak memory {fmib(big['peak_bytes'])} MiB above the RSS before the audit = "
+          f"{big['peak_bytes'] / budget:.2f} x `deccal.runtime.MEMORY_BUDGET` ({budget / MiB:.0f} MiB): "
+          f"{'met' if mem_ok else 'NOT met'}. Of it, the factors S_P and S_R the audit returns to its search take "
+          f"{big['factor_bytes'] / MiB:.0f} MiB; the process's whole peak was {big['process_peak_bytes'] / MiB:.0f} "
+          f"MiB (the data: n B d 8 bytes = {BIG_N * B_STD * D_STD * 8 / MiB:.0f} MiB of samples). MEMORY_BUDGET bounds "
+          "each temporary block deccal allocates, not the sum of the outputs kept and one block.", '',
           '```json', json.dumps(dict(rows=rows, compare=cmp, total_seconds=total)), '```', '']
     out = os.path.join(REPO, 'bench', 'audit_samples_results.md')
     atomic_write(out, lambda f: f.write('\n'.join(L).encode()))

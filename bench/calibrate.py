@@ -22,9 +22,9 @@ import os
 # Many small BLAS calls and tiny parallel Numba loops: spinning worker threads starve the main thread on a
 # shared 2-core machine (the same fit took 212 s instead of 16 s with another busy process). Set before
 # NumPy and Numba load; `setdefault` keeps a value the user chose.
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
-import argparse, sys, time
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY', 'OPENBLAS_NUM_THREADS')
+import argparse, sys
 
 import numpy as np
 
@@ -73,7 +73,7 @@ def main(argv=None):
     common = dict(kernel=kernel, n_actions=ACTIONS, beta=BETA, R1=R1, step='line-search')
     # warm-up: Numba compilation / cache loading, thread pools
     wp, wy = make_data(300, seed=1)
-    DimFreeDeCal(**common, eps=0.02, max_rounds=2).fit(wp, wy).transform(wp)   # (early stopping: also compiles its path)
+    DimFreeDeCal(**common, eps=0.02, max_rounds=2).fit(wp, wy).transform(wp)  # (early stopping: also compiles its path)
 
     pred, Y = make_data(a.n)
     lines = [f"machine: {machine_info(('dimfree.py', 'audit.py'))}", '']
@@ -84,15 +84,17 @@ def main(argv=None):
     last = [x['audit_value'] for x in h if x['audit_value'] is not None][-1]
     lines.append(f"| fit n={a.n}, eps=0.02, max 50 rounds, default early stopping (20% held out) | {t_fit:.1f} s, "
                  f"{len(cal.all_rounds_)} rounds run ({cal.stop_reason_}), {cal.best_round_} kept; last audit value "
-                 f"{last:.4f} (stop at {0.75 * 0.02:.3f}), square loss {h[0]['square_loss']:.4f} -> {h[cal.best_round_]['square_loss']:.4f}, "
-                 f"held out {h[0]['holdout_square_loss']:.4f} -> {h[cal.best_round_]['holdout_square_loss']:.4f}; "
-                 f"basis {cal.basis_.m} atoms, rank {cal.rank_}, captured trace of K_v {cal.captured_trace_:.5f}; "
-                 f"peak memory {fgb(mem_fit)} GB; other processes {100 * other_fit:.0f}% CPU "
-                 f"| <= {FIT_TARGET_S:.0f} s | {'yes' if t_fit <= FIT_TARGET_S else 'NO'} |")
+                 f"{last:.4f} (stop at {0.75 * 0.02:.3f}), square loss {h[0]['square_loss']:.4f} -> "
+                 f"{h[cal.best_round_]['square_loss']:.4f}, held out {h[0]['holdout_square_loss']:.4f} -> "
+                 f"{h[cal.best_round_]['holdout_square_loss']:.4f}; basis {cal.basis_.m} atoms, rank {cal.rank_}, "
+                 f"captured trace of K_v {cal.captured_trace_:.5f}; peak memory {fgb(mem_fit)} GB; other processes "
+                 f"{100 * other_fit:.0f}% CPU | <= {FIT_TARGET_S:.0f} s | {'yes' if t_fit <= FIT_TARGET_S else 'NO'} |")
 
-    cal50, t50, mem50, other50 = measure(lambda: DimFreeDeCal(**common, eps=1e-4, max_rounds=a.rounds, early_stopping=False).fit(pred, Y))
-    lines.append(f"| fit n={a.n}, eps=1e-4, {a.rounds} rounds, no early stopping (for the transform) | {t50:.1f} s, {len(cal50.rounds_)} rounds; "
-                 f"peak memory {fgb(mem50)} GB; other processes {100 * other50:.0f}% CPU | - | - |")
+    cal50, t50, mem50, other50 = measure(lambda: DimFreeDeCal(**common, eps=1e-4, max_rounds=a.rounds,
+                                                              early_stopping=False).fit(pred, Y))
+    lines.append(f"| fit n={a.n}, eps=1e-4, {a.rounds} rounds, no early stopping (for the transform) | {t50:.1f} s, "
+                 f"{len(cal50.rounds_)} rounds; peak memory {fgb(mem50)} GB; other processes {100 * other50:.0f}% CPU "
+                 "| - | - |")
 
     rng = np.random.default_rng(SEED + 1)
     new = Embedding.from_points(0.8 * rng.standard_normal((a.m, D)))

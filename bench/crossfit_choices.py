@@ -31,9 +31,8 @@ paired differences (same split) against the first stage alone and against the de
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
-os.environ.setdefault('OMP_NUM_THREADS', '1')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY', 'OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS')
 import argparse, copy, json, sys, time, warnings
 
 import numpy as np
@@ -212,7 +211,6 @@ def main(argv=None):
                 d = json.loads(line)
                 done[(d.get('first_stage', 'auto'), d['set'], d['seed'])] = d['res']
     T0 = time.perf_counter()
-    notes = {}
     data = {}
     for s in SETS:                                  # every set: the tables show what the logs hold
         X, y = sklearn_datasets()[SETS[s][0]]()

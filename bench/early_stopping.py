@@ -1,11 +1,12 @@
-"""Benchmark: how well early stopping on held-out data picks the round to keep, on four problems.
+r"""Benchmark: how well early stopping on held-out data picks the round to keep, on four problems.
 
 Prints figures; it is not a test.  Usage:
 
     python bench/early_stopping.py            # prints the tables
     python bench/early_stopping.py --write    # ... and writes bench/early_stopping_results.md
     python bench/early_stopping.py --cases planted,cobb --fractions 0.2
-    python bench/early_stopping.py --cases newsvendor,cobb,digits --fractions 0.2 --write --out early_stopping_results_tutorials.md
+    python bench/early_stopping.py --cases newsvendor,cobb,digits --fractions 0.2 --write \
+        --out early_stopping_results_tutorials.md
 
 For each problem and each `validation_fraction`, DimFreeDeCal (line search, at most 30 rounds) is run with
 early stopping but no patience (`n_iter_no_change=1000`), so that every round up to 30 is run on the same
@@ -25,8 +26,8 @@ for the newsvendor and Cobb-Douglas ones (their predictions are samples, and an 
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY', 'OPENBLAS_NUM_THREADS')
 import argparse, sys, time
 
 import numpy as np
@@ -121,20 +122,21 @@ def run(case, fractions, patiences, cls):
             real = cls(n_iter_no_change=pat, validation_fraction=vf, **fit_kw).fit(p, Y)
             assert real.best_round_ == k, (case, vf, pat, real.best_round_, k)
             z = (gaps[k, 0] - gaps[b, 0]) / np.hypot(gaps[k, 1], gaps[b, 1])
-            rows.append(dict(case=case, vf=vf, patience=pat, kept=k, last=last, gap=gaps[k], best_T=b, best=gaps[b], z=z,
-                             gap_last=gaps[last], round0=gaps[0], in_rounds=len(insample.rounds_), in_gap=g_in, eps=eps,
-                             n=p.n, curve=gaps))
+            rows.append(dict(case=case, vf=vf, patience=pat, kept=k, last=last, gap=gaps[k], best_T=b, best=gaps[b],
+                             z=z, gap_last=gaps[last], round0=gaps[0], in_rounds=len(insample.rounds_), in_gap=g_in,
+                             eps=eps, n=p.n, curve=gaps))
     return rows, time.perf_counter() - t0
 
 
 def table(rows):
-    out = ["| problem | n | eps | validation | patience | kept round (of run) | fresh gap kept | best round: fresh gap | kept - best | "
-           "fresh gap, last round run | round 0 | in-sample rule: rounds, fresh gap |",
+    out = ["| problem | n | eps | validation | patience | kept round (of run) | fresh gap kept | best round: fresh gap "
+           "| kept - best | fresh gap, last round run | round 0 | in-sample rule: rounds, fresh gap |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        out.append(f"| {r['case']} | {r['n']} | {r['eps']} | {r['vf']:.0%} | {r['patience']} | {r['kept']} (of {r['last']}) | "
-                   f"{r['gap'][0]:.4f} ± {r['gap'][1]:.4f} | {r['best_T']}: {r['best'][0]:.4f} ± {r['best'][1]:.4f} | {r['z']:+.1f} se | "
-                   f"{r['gap_last'][0]:.4f} | {r['round0'][0]:.4f} | {r['in_rounds']}, {r['in_gap'][0]:.4f} ± {r['in_gap'][1]:.4f} |")
+        out.append(f"| {r['case']} | {r['n']} | {r['eps']} | {r['vf']:.0%} | {r['patience']} | {r['kept']} (of "
+                   f"{r['last']}) | {r['gap'][0]:.4f} ± {r['gap'][1]:.4f} | {r['best_T']}: {r['best'][0]:.4f} ± "
+                   f"{r['best'][1]:.4f} | {r['z']:+.1f} se | {r['gap_last'][0]:.4f} | {r['round0'][0]:.4f} | "
+                   f"{r['in_rounds']}, {r['in_gap'][0]:.4f} ± {r['in_gap'][1]:.4f} |")
     return '\n'.join(out)
 
 
@@ -145,7 +147,8 @@ def main():
     ap.add_argument('--patiences', default='3,5,10')
     ap.add_argument('--zhao', action='store_true', help='ZhaoDeCal instead of DimFreeDeCal')
     ap.add_argument('--write', action='store_true')
-    ap.add_argument('--out', default=None, help='results file name in bench/ (default: early_stopping[_zhao]_results.md)')
+    ap.add_argument('--out', default=None, help='results file name in bench/ (default: '
+                                                'early_stopping[_zhao]_results.md)')
     a = ap.parse_args()
     cls = ZhaoDeCal if a.zhao else DimFreeDeCal
     fr = [float(v) for v in a.fractions.split(',')]; pa = [int(v) for v in a.patiences.split(',')]
@@ -157,7 +160,8 @@ def main():
         print(f"{case}: {secs:.0f} s", flush=True)
         print(table(rows), flush=True)
         curve = rows[0]['curve']
-        lines.append(f"{case}: fresh gap per round (validation {rows[0]['vf']:.0%}): " + ' '.join(f"{v:.3f}" for v in curve[:, 0]))
+        lines.append(f"{case}: fresh gap per round (validation {rows[0]['vf']:.0%}): "
+                     + ' '.join(f"{v:.3f}" for v in curve[:, 0]))
     lines += ['', table(allrows)]
     text = '\n'.join(lines)
     print(text)

@@ -46,8 +46,8 @@ No timings are recorded (the machine is shared).  Run with OPENBLAS_NUM_THREADS=
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY', 'OPENBLAS_NUM_THREADS')
 import argparse, json, sys
 
 import numpy as np
@@ -161,7 +161,8 @@ def table(summaries):
            "|---|---|---|---|---|"]
     for prob, S in summaries.items():
         rounds = dict(base='0', default=f"kept {S['kept'][0]:.1f} (ran {S['ran'][0]:.1f})",
-                      paper=f"{S['paper_rounds'][0]:.1f}", hind_gap=f"{S['T_gap'][0]:.1f}", hind_sq=f"{S['T_sq'][0]:.1f}")
+                      paper=f"{S['paper_rounds'][0]:.1f}", hind_gap=f"{S['T_gap'][0]:.1f}",
+                      hind_sq=f"{S['T_sq'][0]:.1f}")
         names = dict(base='(a) base', default='(b) default early stopping', paper='(c) paper rule, cap 30',
                      hind_gap='(d) hindsight, by gap on F', hind_sq='(d) hindsight, by square loss on F')
         for m in names:
@@ -199,7 +200,7 @@ def main():
             print(f"{prob} seed {s}: kept {j['kept']} of {j['ran']}; gap on G base {j['base'][0]:.4f}, default "
                   f"{j['default'][0]:.4f}, paper {j['paper'][0]:.4f}, hindsight {j['hind_gap'][0]:.4f}", flush=True)
     summaries = {prob: summarize(r) for prob, r in rows.items()}
-    text = '\n'.join([f"# Early-stopping defaults on problems not used to choose them", '',
+    text = '\n'.join(["# Early-stopping defaults on problems not used to choose them", '',
                       machine_info(('dimfree.py', 'audit.py')), '', table(summaries), '',
                       '```json', json.dumps(dict(problems={p: dict(n=PROBLEMS[p]['n'], N=PROBLEMS[p]['N'],
                                                                    eps=PROBLEMS[p]['eps'], cap=CAP) for p in rows},

@@ -29,14 +29,13 @@ the realized cost under M (predict_action); large cells, the gap, its noise floo
 cost under M, the team's gap.  And for both estimators: the fit time, the rounds kept (and run), and the time of
 predict_proba on 100,000 rows (the test rows, repeated or cut to 100,000; the better of 2 calls, beside the frozen
 base model's predict_proba on the same rows; on the first --time-splits splits of each cell, 1 by default: scoring
-100,000 rows with a 10-class boosted model takes seconds a call on the shared machine).  BLAS one thread, the machine shared: read the times as orders of magnitude, the ratios as figures.
+100,000 rows with a 10-class boosted model takes seconds a call on the shared machine).  BLAS one thread, the machine
+shared: read the times as orders of magnitude, the ratios as figures.
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
-os.environ.setdefault('OMP_NUM_THREADS', '1')
-os.environ.setdefault('MKL_NUM_THREADS', '1')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults()
 import argparse, sys, time, warnings
 
 import numpy as np
@@ -223,8 +222,8 @@ def main(argv=None):
              machine_info(('estimators.py', 'classifier.py', 'crossfit.py', 'replay.py')), '',
              f"Produced by `python bench/ensemble_choice.py{' ' + ' '.join(sys.argv[1:] if argv is None else argv)}`;"
              f" total {seconds:.0f} s (a shared machine).  Small cells: {a.seeds} splits each; large cells: {a.splits} "
-             f"splits each; predict_proba timed on the first {a.time_splits} split(s) of each cell.  Every difference is "
-             "ensemble=False minus the default, per split, then mean ± se over splits; what the cells and columns "
+             f"splits each; predict_proba timed on the first {a.time_splits} split(s) of each cell.  Every difference "
+             "is ensemble=False minus the default, per split, then mean ± se over splits; what the cells and columns "
              "are: the docstring of bench/ensemble_choice.py.", '']
     tcols = ['fit s (default / False)', f'predict_proba s per {TIME_ROWS:,} rows (base / default / False)',
              'predict_proba / base (default / False)', 'rounds kept (default / False)']

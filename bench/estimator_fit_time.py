@@ -17,9 +17,8 @@ chosen by their out-of-fold gap).
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
-os.environ.setdefault('OMP_NUM_THREADS', '1')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY', 'OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS')
 import argparse, sys, time
 import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -70,7 +69,8 @@ if __name__ == '__main__':
     lines = ['| problem | costs | rows | wall s (median) | CPU s (median) | first stage | rounds kept '
              '| rounds run (5 folds) | load |',
              '|---|---|---|---|---|---|---|---|---|']
-    lines += [f"| {r[0]} | {r[1]} | {r[2]:,} | {r[3]:.2f} | {r[4]:.2f} | {r[5]} | {r[6]} | {r[7]} | {r[8]} |" for r in rows]
+    lines += [f"| {r[0]} | {r[1]} | {r[2]:,} | {r[3]:.2f} | {r[4]:.2f} | {r[5]} | {r[6]} | {r[7]} | {r[8]} |"
+              for r in rows]
     print('\n'.join(lines))
     if a.write:
         with open(os.path.join(REPO, 'bench', 'estimator_fit_time_results.md'), 'w') as f:

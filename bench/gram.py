@@ -178,9 +178,9 @@ def run_one(name, d, path, n, repeat, prefault):
     err = float(np.max(np.abs(Krows - D) / np.maximum(np.abs(D), 1e-300)))
     wall, own, busy, steal = (b - a for a, b in zip(snap0, snap1))
     capacity = wall * len(os.sched_getaffinity(0))
-    info = dict(calls=calls, window=wall, other_cpu=max(0.0, busy - own) / capacity, steal=steal / capacity,kernel=name, d=d, path=path, n=n, times=times, best=min(times), peaks=peaks,
-                peak=max(peaks), out_bytes=out_bytes, warmup=warm, max_rel_err=err, method=method,
-                base_rss=rss_first)
+    info = dict(calls=calls, window=wall, other_cpu=max(0.0, busy - own) / capacity, steal=steal / capacity,kernel=name,
+                d=d, path=path, n=n, times=times, best=min(times), peaks=peaks, peak=max(peaks), out_bytes=out_bytes,
+                warmup=warm, max_rel_err=err, method=method, base_rss=rss_first)
     if path == 'numba':
         import numba
         try: info['threading_layer'] = numba.threading_layer()
@@ -245,8 +245,9 @@ def main():
                 print(f"  {name:10s} d={d:<2d} {path:9s} runs {', '.join(ft(t) for t in r['times'])} s "
                       f"(median {ft(float(np.median(r['times'])))}); "
                       f"peaks {', '.join(f'{b / GB:.2f}' for b in r['peaks'])} GB; max rel err vs direct "
-                      f"{r['max_rel_err']:.1e}; warm-up {r['warmup']:.2f} s; other processes {100 * r['other_cpu']:.0f}% "
-                      f"and steal {100 * r['steal']:.0f}% of CPU capacity during the timed runs"
+                      f"{r['max_rel_err']:.1e}; warm-up {r['warmup']:.2f} s; other processes "
+                      f"{100 * r['other_cpu']:.0f}% and steal {100 * r['steal']:.0f}% of CPU capacity during the timed "
+                      "runs"
                       + (f"; deccal path: {' > '.join(r['calls'])}" if r['calls'] else ''), flush=True)
                 if not disturbed(r) or late: break
                 if attempt < args.retries: print("  disturbed by other processes: measuring again", flush=True)

@@ -32,9 +32,8 @@ bootstrap of the test rows (500 resamples; the decisions fixed, the rows redrawn
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
-os.environ.setdefault('OMP_NUM_THREADS', '1')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY', 'OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS')
 import argparse, contextlib, json, sys, time, warnings
 
 import numpy as np
@@ -102,7 +101,8 @@ def fit_variant(set_name, mode, path, variant, X, y, seed, costs, frozen_base):
     if mode == 'cv=5': kw = dict(cv=5)
     else: kw = {}
     Xf, Xt = layout(X[fit_rows], variant), layout(X[te], variant)
-    threads = threadpool_limits(limits=2, user_api='blas') if variant == '2 OpenBLAS threads' else contextlib.nullcontext()
+    threads = (threadpool_limits(limits=2, user_api='blas') if variant == '2 OpenBLAS threads'
+               else contextlib.nullcontext())
     with threads, warnings.catch_warnings():
         warnings.simplefilter('ignore')
         nthreads = sorted({i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'})
@@ -168,22 +168,26 @@ def fe(x): return '0' if x == 0 else f"{x:.1e}"
 def tables(rows, seeds):
     "Markdown lines: seed 0 in full, then the summary over seeds."
     head = ['data + model', 'mode', 'path', 'variant', 'max abs Δ predict_proba', 'max abs Δ calibrated_vectors',
-            'rounds kept', 'first stage', 'floor', 'mean gap', 'Δ mean gap', 'se (bootstrap rows)', 'se (decision makers)']
+            'rounds kept', 'first stage', 'floor', 'mean gap', 'Δ mean gap', 'se (bootstrap rows)',
+            'se (decision makers)']
     has0 = {r['set'] for r in rows if r['seed'] == 0}
-    out = [f"#### Split (seed) 0; every split of a setting run only on other seeds", '',
+    out = ["#### Split (seed) 0; every split of a setting run only on other seeds", '',
            '| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
     for r in rows:
         if r['seed'] != 0 and r['set'] in has0: continue
-        label = SETS[r['set']][0] + ' + ' + SETS[r['set']][1].split(' ')[0] + (f" (seed {r['seed']})" if r['seed'] else '')
+        label = (SETS[r['set']][0] + ' + ' + SETS[r['set']][1].split(' ')[0]
+                 + (f" (seed {r['seed']})" if r['seed'] else ''))
         out.append('| ' + ' | '.join([label, r['mode'], r['path'],
                                       r['variant'], fe(r['dP']), fe(r['dV']), str(r['kept']), r['first_stage'],
                                       f"{r['floor']:g}", f"{r['gap']:.5f}", f"{r['dgap']:+.1e}" if r['dgap'] else '0',
                                       f"{r['se_boot']:.5f}", f"{r['se_dm']:.5f}"]) + ' |')
     if seeds > 1:
         head = ['data + model', 'mode', 'path', 'variant', 'largest max abs Δ predict_proba',
-                'largest max abs Δ calibrated_vectors', 'splits with other rounds kept', 'splits with another first stage',
-                'largest abs Δ mean gap', 'mean se (bootstrap rows)', 'largest abs Δ / its split\'s se']
-        out += ['', "#### Over the splits (each row: the splits its setting ran)", '', '| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
+                'largest max abs Δ calibrated_vectors', 'splits with other rounds kept',
+                'splits with another first stage', 'largest abs Δ mean gap', 'mean se (bootstrap rows)',
+                'largest abs Δ / its split\'s se']
+        out += ['', "#### Over the splits (each row: the splits its setting ran)", '', '| ' + ' | '.join(head) + ' |',
+                '|' + '---|' * len(head)]
         keys = list(dict.fromkeys((r['set'], r['mode'], r['path'], r['variant']) for r in rows))
         for k in keys:
             rs = [r for r in rows if (r['set'], r['mode'], r['path'], r['variant']) == k]
@@ -240,12 +244,12 @@ def main(argv=None):
             "calibrated on 30%; 'cv=5' = the unfitted base model, DecisionCalibratedClassifier(model, cv=5) fitted on "
             "the training and calibration parts (70%). Paths: 'defaults' (n_folds=5, learning_rate=0.5, "
             "first_stage='auto', ...); 'old' (n_folds=None, first_stage=None, learning_rate=1.0). Test: the same 30% "
-            "for every variant. Columns: max abs Δ = the largest absolute difference from the array's fit over the test "
-            "rows and classes; rounds kept = calibrator_.best_round_; floor = proba_floor_; mean gap = Zhao et al.'s "
-            "evaluation on the test part (200 decision makers, A = 5; decisions from calibrated_vectors); Δ mean gap = "
-            "this variant's minus the array's; the noise of this held-out measure: se (bootstrap rows) = the standard "
-            "deviation of the mean gap over 500 bootstrap resamples of the test rows (decisions fixed), se (decision "
-            "makers) = sd of the 200 per-decision-maker gaps / sqrt(200).", '',
+            "for every variant. Columns: max abs Δ = the largest absolute difference from the array's fit over the "
+            "test rows and classes; rounds kept = calibrator_.best_round_; floor = proba_floor_; mean gap = Zhao et "
+            "al.'s evaluation on the test part (200 decision makers, A = 5; decisions from calibrated_vectors); Δ mean "
+            "gap = this variant's minus the array's; the noise of this held-out measure: se (bootstrap rows) = the "
+            "standard deviation of the mean gap over 500 bootstrap resamples of the test rows (decisions fixed), se "
+            "(decision makers) = sd of the 200 per-decision-maker gaps / sqrt(200).", '',
             *lines, '', '<!-- analysis -->', ''])
         if os.path.exists(out):
             with open(out) as fh: prev = fh.read().partition('<!-- analysis -->')[2].lstrip('\n')

@@ -24,7 +24,8 @@ costs 1, any other error 0.1).  VERDICT per cell and column: the defaults at mos
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY')
 import argparse, sys, time, warnings
 
 import numpy as np
@@ -34,9 +35,7 @@ if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 # the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
 # (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
-os.environ.setdefault('OMP_NUM_THREADS', '1')
-os.environ.setdefault('MKL_NUM_THREADS', '1')
+thread_defaults()
 from _measure import machine_info, emit_record, mse, table, yn   # noqa: E402
 from _data import diamonds_cut                                   # noqa: E402
 from _scores import team_columns                                 # noqa: E402

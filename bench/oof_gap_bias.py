@@ -19,8 +19,8 @@ which candidate the pooled gap and the per-fold gap rank first, against the one 
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
-os.environ.setdefault('OMP_NUM_THREADS', '1')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS')
 import argparse, sys, time
 
 import numpy as np
@@ -30,8 +30,7 @@ if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 # the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
 # (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-os.environ.setdefault('MKL_NUM_THREADS', '1')
+thread_defaults()
 from _measure import machine_info, emit_record                         # noqa: E402
 from _data import random_costs, pool_split_and_model                  # noqa: E402
 from _scores import zhao_gaps                                          # noqa: E402

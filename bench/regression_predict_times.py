@@ -15,7 +15,8 @@ largest.  The newsvendor: 9 orders (the calibration y's deciles), a unit short c
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY')
 import argparse, sys, time, warnings
 
 import numpy as np
@@ -25,9 +26,7 @@ if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 # the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
 # (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
-os.environ.setdefault('OMP_NUM_THREADS', '1')
-os.environ.setdefault('MKL_NUM_THREADS', '1')
+thread_defaults()
 from _measure import machine_info, emit_record, reset_hwm, rss_bytes, hwm_bytes   # noqa: E402
 from _measure import table                                                         # noqa: E402
 from _data import REG_LARGE_DATASETS as DATASETS                                  # noqa: E402

@@ -44,7 +44,8 @@ def one(n, mode):
         from deccal.dask import DaskEmbedding
         with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cl, Client(cl):
             t0 = time.perf_counter()
-            c = DimFreeDeCal(RBF(0.5), **KW).fit(DaskEmbedding.from_points(da.from_array(px, chunks=n // 4)), da.from_array(y, chunks=n // 4))
+            c = DimFreeDeCal(RBF(0.5), **KW).fit(DaskEmbedding.from_points(da.from_array(px, chunks=n // 4)),
+                                                 da.from_array(y, chunks=n // 4))
             secs = time.perf_counter() - t0
     else:
         c = DimFreeDeCal(RBF(0.5), **KW).fit(Embedding.from_points(px), y)
@@ -55,7 +56,8 @@ def one(n, mode):
 
 def run(n, mode):
     env = dict(os.environ, OPENBLAS_NUM_THREADS='1' if mode == 'mem1' else '2')
-    out = subprocess.run([sys.executable, __file__, '--one', str(n), '--mode', mode], capture_output=True, text=True, env=env)
+    out = subprocess.run([sys.executable, __file__, '--one', str(n), '--mode', mode], capture_output=True,
+                         text=True, env=env)
     if out.returncode: raise RuntimeError(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -71,21 +73,26 @@ def main(argv=None):
     n = a.n or 30_000
     runs = {m: run(n, m) for m in ('mem1', 'mem2', 'dask')}
     for m, r in runs.items():
-        print(f"{m}: {r['seconds']:.1f} s, rank {r['rank']}, audit values {np.round(r['values'], 5).tolist()}, final square loss {r['square_loss']:.6f}")
+        print(f"{m}: {r['seconds']:.1f} s, rank {r['rank']}, audit values {np.round(r['values'], 5).tolist()}, final "
+              f"square loss {r['square_loss']:.6f}")
     v1, v2, vd = (np.array(runs[m]['values']) for m in ('mem1', 'mem2', 'dask'))
     k = min(len(v1), len(v2), len(vd))
     spread, off = float(np.abs(v1[:k] / v2[:k] - 1).max()), float(np.abs(vd[:k] / v2[:k] - 1).max())
-    print(f"per-round audit values: 1 against 2 BLAS threads differ by up to {spread:.2e}; Dask against 2 threads by up to {off:.2e}")
+    print(f"per-round audit values: 1 against 2 BLAS threads differ by up to {spread:.2e}; Dask against 2 threads by "
+          f"up to {off:.2e}")
     if a.n is None:
         from deccal.runtime import atomic_write
         lines = ['# Run-to-run variation of a fit, and the Dask path', '', machine_info(('dimfree.py', 'dask.py')), '',
-                 'Produced by `python bench/run_to_run.py` (n = 30,000; 10 rounds; see the script for the scenario).', '',
-                 '| run | seconds | rank | final square loss | audit values per round |', '|---|---|---|---|---|']
-        names = dict(mem1='in memory, 1 BLAS thread', mem2='in memory, 2 BLAS threads', dask='Dask, LocalCluster 2 x 1 thread')
+                 'Produced by `python bench/run_to_run.py` (n = 30,000; 10 rounds; see the script for the scenario).',
+                 '', '| run | seconds | rank | final square loss | audit values per round |', '|---|---|---|---|---|']
+        names = dict(mem1='in memory, 1 BLAS thread', mem2='in memory, 2 BLAS threads',
+                     dask='Dask, LocalCluster 2 x 1 thread')
         for m, r in runs.items():
-            lines.append(f"| {names[m]} | {r['seconds']:.1f} | {r['rank']} | {r['square_loss']:.6f} | {', '.join(f'{v:.5f}' for v in r['values'])} |")
+            lines.append(f"| {names[m]} | {r['seconds']:.1f} | {r['rank']} | {r['square_loss']:.6f} | "
+                         f"{', '.join(f'{v:.5f}' for v in r['values'])} |")
         lines += ['', f"Largest relative difference of a round's audit value: 1 against 2 BLAS threads {spread:.2e}; "
-                      f"Dask against in memory (2 threads) {off:.2e}.", '', '```json', json.dumps(dict(runs=runs, spread=spread, dask_off=off)), '```', '']
+                      f"Dask against in memory (2 threads) {off:.2e}.", '', '```json',
+                  json.dumps(dict(runs=runs, spread=spread, dask_off=off)), '```', '']
         atomic_write(os.path.join(REPO, 'bench', 'run_to_run_results.md'), lambda f: f.write('\n'.join(lines).encode()))
 
 

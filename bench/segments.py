@@ -43,10 +43,8 @@ if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 # the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
 # (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
-os.environ.setdefault('OMP_NUM_THREADS', '1')
-os.environ.setdefault('MKL_NUM_THREADS', '1')
+from _threads import thread_defaults
+thread_defaults()
 from _measure import machine_info, emit_record, paired, mse                             # noqa: E402
 from _data import ZSigmoidModel as Model     # noqa: E402  (the name nbs/13_tutorial_segments.ipynb reads)
 from _scores import zhao_gaps                                          # noqa: E402

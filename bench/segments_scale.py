@@ -15,7 +15,8 @@ fit; one BLAS thread, so the CPU time is what a quiet core would take), and the 
 """
 from __future__ import annotations
 import os, sys
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY')
 import argparse, time
 
 import numpy as np

@@ -80,10 +80,8 @@ newsvendor cost <= residuals + 1 se.
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
-os.environ.setdefault('OMP_NUM_THREADS', '1')
-os.environ.setdefault('MKL_NUM_THREADS', '1')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults()
 import argparse, shlex, subprocess, sys, time, warnings
 
 import numpy as np                                                     # noqa: E402

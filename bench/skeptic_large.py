@@ -50,7 +50,8 @@ Means over splits with the standard error over splits; differences to a baseline
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY')
 import argparse, sys, time, warnings
 
 import numpy as np
@@ -60,9 +61,7 @@ if REPO not in sys.path: sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, 'bench'))
 # the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
 # (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
-os.environ.setdefault('OMP_NUM_THREADS', '1')
-os.environ.setdefault('MKL_NUM_THREADS', '1')
+thread_defaults()
 from _measure import machine_info, emit_record, mse, table, paired   # noqa: E402
 from _data import N_TRAIN, TEST_ROWS, LARGE_DATASETS, LARGE_MODELS, large_split, random_costs   # noqa: E402
 from _scores import large_columns                                      # noqa: E402

@@ -1,9 +1,11 @@
-"""Benchmark: deccal's DecisionCalibratedClassifier beside scikit-learn's calibrators, on data that ship with scikit-learn.
+"""Benchmark: deccal's DecisionCalibratedClassifier beside scikit-learn's calibrators, on data that ship with
+scikit-learn.
 
 Prints figures; it is not a test.  Usage:
 
     python bench/sklearn_calibration.py                 # prints the table
-    python bench/sklearn_calibration.py --write --zhao  # ... with method="zhao" too, and writes bench/sklearn_calibration_results.md
+    python bench/sklearn_calibration.py --write --zhao  # ... with method="zhao" too, and writes
+                                                        # bench/sklearn_calibration_results.md
     python bench/sklearn_calibration.py --seeds 1 --datasets digits --models LogisticRegression   # a quick look
 
 Data: load_digits (1,797 images, 10 classes), load_breast_cancer (569 rows, 2 classes) and
@@ -36,9 +38,8 @@ The row "(noise floor)" evaluates the temperature-scaled probabilities against l
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
-os.environ.setdefault('OMP_NUM_THREADS', '1')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY', 'OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS')
 import argparse, sys, time, warnings
 
 import numpy as np
@@ -64,13 +65,14 @@ def deccal_available():
         from deccal.estimators import DecisionCalibratedClassifier   # noqa: F401
         return True
     except Exception as e:                                             # not written yet, or broken
-        print(f"deccal.estimators not usable ({type(e).__name__}: {e}); using DimFreeDeCal on Embedding.from_probs", file=sys.stderr)
+        print(f"deccal.estimators not usable ({type(e).__name__}: {e}); using DimFreeDeCal on Embedding.from_probs",
+              file=sys.stderr)
         return False
 
 
 class _DirectDimFree:
-    """The fallback when deccal.estimators is not there: DimFreeDeCal (or ZhaoDeCal) on Embedding.from_probs of the frozen
-    model's probabilities, linear kernel, line search, early stopping on 20% of the calibration split."""
+    """The fallback when deccal.estimators is not there: DimFreeDeCal (or ZhaoDeCal) on Embedding.from_probs of the
+    frozen model's probabilities, linear kernel, line search, early stopping on 20% of the calibration split."""
     def __init__(self, base, costs, method):
         self.base, self.costs, self.method = base, costs, method
 
@@ -84,7 +86,8 @@ class _DirectDimFree:
         return self
 
     def calibrated_vectors(self, X):
-        return deccal.explicit_predictions(self.cal_.transform(deccal.Embedding.from_probs(self.base.predict_proba(X))), deccal.Linear())
+        return deccal.explicit_predictions(self.cal_.transform(deccal.Embedding.from_probs(self.base.predict_proba(X))),
+                                           deccal.Linear())
 
     def predict_proba(self, X):
         return _project_simplex(self.calibrated_vectors(X))
@@ -108,7 +111,8 @@ def methods(use_estimator, zhao):
 
 
 def calibrate(name, base, Xc, yc, costs, use_estimator):
-    "Fit calibrator `name` on the calibration split; returns (V for decisions, P for probabilities as functions of X, fit seconds)."
+    """Fit calibrator `name` on the calibration split; returns (V for decisions, P for probabilities as functions of X,
+    fit seconds)."""
     frozen = FrozenEstimator(base)
     t0 = time.perf_counter()
     if name == 'none':
@@ -125,7 +129,7 @@ def calibrate(name, base, Xc, yc, costs, use_estimator):
         m = _DirectDimFree(base, costs, method).fit(Xc, yc)
     secs = time.perf_counter() - t0
     cal = getattr(m, 'calibrator_', None) or getattr(m, 'cal_', None)
-    ran = max(cal.rounds_run_) if hasattr(cal, 'rounds_run_') else len(cal.all_rounds_)   # cross-fitted: its folds' most
+    ran = max(cal.rounds_run_) if hasattr(cal, 'rounds_run_') else len(cal.all_rounds_)  # cross-fitted: its folds' most
     return m.calibrated_vectors, m.predict_proba, secs, (cal.best_round_, ran)
 
 
@@ -141,19 +145,22 @@ def run_one(dname, X, y, mname, seed, costs, use_estimator, zhao):
             vec, prob, secs, rounds = calibrate(name, base, X[ca], y[ca], costs, use_estimator)
             V, P = vec(X[te]), prob(X[te])
         gaps = zhao_gaps(V, y[te], costs)
-        rows[name] = dict(mean_gap=float(gaps.mean()), max_gap=float(gaps.max()), proba_gap=float(zhao_gaps(P, y[te], costs).mean()),
+        rows[name] = dict(mean_gap=float(gaps.mean()), max_gap=float(gaps.max()),
+                          proba_gap=float(zhao_gaps(P, y[te], costs).mean()),
                           log_loss=float(log_loss(y[te], P, labels=np.arange(costs.shape[2]))), brier=brier(P, y[te]),
                           accuracy=float((P.argmax(1) == y[te]).mean()), fit_s=secs)
         if rounds is not None: rows[name].update(kept=rounds[0], run=rounds[1])
-        if name == 'temperature':          # the noise floor: labels drawn from these probabilities, for which they are calibrated
+        # the noise floor: labels drawn from these probabilities, for which they are calibrated
+        if name == 'temperature':
             floor = noise_floor(P, costs, seed)
     rows['(noise floor)'] = floor
     return rows, base_secs, (len(tr), len(ca), len(te))
 
 
 # ----------------------------------------------------------------------------- table
-COLS = [('mean_gap', 'mean gap', 4), ('max_gap', 'max gap', 4), ('proba_gap', 'mean gap of predict_proba', 4), ('log_loss', 'log loss', 3), ('brier', 'Brier', 4),
-        ('accuracy', 'accuracy', 3), ('fit_s', 'fit s', 3), ('kept', 'rounds kept', 1), ('run', 'rounds run', 1)]
+COLS = [('mean_gap', 'mean gap', 4), ('max_gap', 'max gap', 4), ('proba_gap', 'mean gap of predict_proba', 4),
+        ('log_loss', 'log loss', 3), ('brier', 'Brier', 4), ('accuracy', 'accuracy', 3), ('fit_s', 'fit s', 3),
+        ('kept', 'rounds kept', 1), ('run', 'rounds run', 1)]
 
 
 def fmt(vals, nd):
@@ -162,12 +169,13 @@ def fmt(vals, nd):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--seeds', type=int, default=10)
     ap.add_argument('--datasets', default='digits,breast_cancer,make_classification')
     ap.add_argument('--models', default=','.join(SKLEARN_MODELS))
     ap.add_argument('--zhao', action='store_true', help="also deccal's method='zhao'")
-    ap.add_argument('--direct', action='store_true', help='use DimFreeDeCal on Embedding.from_probs even if deccal.estimators exists')
+    ap.add_argument('--direct', action='store_true', help='use DimFreeDeCal on Embedding.from_probs even if '
+                                                          'deccal.estimators exists')
     ap.add_argument('--write', action='store_true')
     ap.add_argument('--out', default='sklearn_calibration_results.md')
     a = ap.parse_args(argv)
@@ -186,20 +194,23 @@ def main(argv=None):
                 rows, bs, sizes = run_one(dname, X, y, mname, seed, costs, use_estimator, a.zhao)
                 base_t.append(bs)
                 for name, r in rows.items(): per.setdefault(name, []).append(r)
-                print(f"  {dname} {mname} seed {seed} done ({time.perf_counter() - T0:.0f} s)", file=sys.stderr, flush=True)
-            notes.append(f"{dname}: {len(y)} rows, {X.shape[1]} features, {C} classes; train/calibrate/test {sizes[0]}/{sizes[1]}/{sizes[2]}; "
-                         f"{mname} fit {np.mean(base_t):.2f} s")
+                print(f"  {dname} {mname} seed {seed} done ({time.perf_counter() - T0:.0f} s)",
+                      file=sys.stderr, flush=True)
+            notes.append(f"{dname}: {len(y)} rows, {X.shape[1]} features, {C} classes; train/calibrate/test "
+                         f"{sizes[0]}/{sizes[1]}/{sizes[2]}; {mname} fit {np.mean(base_t):.2f} s")
             for name, rs in per.items():
-                table.append([dname, mname, name] + [fmt([r[k] for r in rs], nd) if k in rs[0] else '' for k, _, nd in COLS])
+                table.append([dname, mname, name]
+                             + [fmt([r[k] for r in rs], nd) if k in rs[0] else '' for k, _, nd in COLS])
     elapsed = time.perf_counter() - T0
     head = ['data', 'base model', 'calibrator'] + [h for _, h, _ in COLS]
     lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
     for row in table:
         lines.append('| ' + ' | '.join(row) + ' |')
-    impl = ('deccal.estimators.DecisionCalibratedClassifier(FrozenEstimator(base), costs=costs, method=...)' if use_estimator
+    impl = ('deccal.estimators.DecisionCalibratedClassifier(FrozenEstimator(base), costs=costs, method=...)'
+            if use_estimator
             else 'DimFreeDeCal / ZhaoDeCal on Embedding.from_probs (deccal.estimators not used)')
-    summary = (f"{a.seeds} seeds (splits), means ± standard errors over seeds; 200 cost matrices (A = 5, entries uniform in [0, 1]); "
-               f"deccal: {impl}; total {elapsed:.0f} s")
+    summary = (f"{a.seeds} seeds (splits), means ± standard errors over seeds; 200 cost matrices (A = 5, entries "
+               f"uniform in [0, 1]); deccal: {impl}; total {elapsed:.0f} s")
     print('\n'.join(lines)); print(summary)
     for n in dict.fromkeys(notes): print(n)
     if a.write:
@@ -207,18 +218,21 @@ def main(argv=None):
         out = os.path.join(REPO, 'bench', a.out)
         text = '\n'.join(['# Calibrators on scikit-learn data: decision calibration, log loss, fit time', '',
                           machine_info(('dimfree.py', 'estimators.py') if use_estimator else ('dimfree.py',)), '',
-                          'Produced by `python bench/sklearn_calibration.py --write' + (' --zhao' if a.zhao else '') + '`. ' + summary + '.', '',
+                          'Produced by `python bench/sklearn_calibration.py --write' + (' --zhao' if a.zhao else '')
+                          + '`. ' + summary + '.', '',
                           *[f"- {n}" for n in dict.fromkeys(notes)], '',
-                          "Columns: mean gap / max gap = mean / max over the 200 decision makers of |mean predicted cost of the "
-                          "best-response actions - mean realized cost| on the test split (Zhao et al.'s evaluation; deccal: its "
-                          "calibrated vectors; mean gap of predict_proba: the same for the probabilities, for deccal its calibrated vectors projected onto the simplex); log loss, Brier (mean squared distance to the one-hot label, summed over classes) and "
-                          "accuracy of `predict_proba` on the test split; fit s = the calibrator's fit time on the calibration split; "
-                          "rounds kept / run: deccal's patches kept by early stopping / rounds it ran. "
-                          "(noise floor): the same evaluation of the temperature-scaled probabilities against labels drawn from those "
-                          "probabilities (5 draws), for which they are calibrated by construction: the gaps that sampling noise alone "
-                          "gives on a test split of this size.", '',
+                          "Columns: mean gap / max gap = mean / max over the 200 decision makers of |mean predicted "
+                          "cost of the best-response actions - mean realized cost| on the test split (Zhao et al.'s "
+                          "evaluation; deccal: its calibrated vectors; mean gap of predict_proba: the same for the "
+                          "probabilities, for deccal its calibrated vectors projected onto the simplex); log loss, "
+                          "Brier (mean squared distance to the one-hot label, summed over classes) and accuracy of "
+                          "`predict_proba` on the test split; fit s = the calibrator's fit time on the calibration "
+                          "split; rounds kept / run: deccal's patches kept by early stopping / rounds it ran. (noise "
+                          "floor): the same evaluation of the temperature-scaled probabilities against labels drawn "
+                          "from those probabilities (5 draws), for which they are calibrated by construction: the gaps "
+                          "that sampling noise alone gives on a test split of this size.", '',
                           *lines, '', '<!-- analysis -->', ''])
-        if os.path.exists(out):                # keep the written analysis below the marker (re-read it against the new numbers)
+        if os.path.exists(out):        # keep the written analysis below the marker (re-read it against the new numbers)
             with open(out) as fh: prev = fh.read().partition('<!-- analysis -->')[2].lstrip('\n')
             text += prev
         atomic_write(out, lambda f: f.write(text.encode()))

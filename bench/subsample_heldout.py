@@ -38,11 +38,12 @@ for the base predictions and for (a) and (b):
     (from `cal.transform(fresh_pred).sq_error`, checked to agree with `square_loss`).
 Reported per problem: the mean and standard deviation over seeds of each number, the difference (b) - (a) with its
 standard error across seeds (sd / sqrt(number of seeds)), the certify standard error of that mean difference
-(sqrt(mean se_a^2 + mean se_b^2) / sqrt(number of seeds), treating the two audits as independent), and fit times (wall seconds,
-with the share of the CPUs other processes used in the second before each fit).  Verdict: (b) is within noise of (a)
-if the mean difference is at most 2 combined standard errors, combined = sqrt(se_seeds^2 + se_certify^2) (this counts
-the measurement noise twice, as the spread over seeds already contains it: a lenient bar; the table gives both parts,
-and with 3 seeds se_seeds has 2 degrees of freedom); (b) is better if the difference is negative.
+(sqrt(mean se_a^2 + mean se_b^2) / sqrt(number of seeds), treating the two audits as independent), and fit times
+(wall seconds, with the share of the CPUs other processes used in the second before each fit).  Verdict: (b) is
+within noise of (a) if the mean difference is at most 2 combined standard errors, combined = sqrt(se_seeds^2 +
+se_certify^2) (this counts the measurement noise twice, as the spread over seeds already contains it: a lenient bar;
+the table gives both parts, and with 3 seeds se_seeds has 2 degrees of freedom); (b) is better if the difference is
+negative.
 
 Problems (n = 8,000 for all: no fit took over 3 minutes on this machine, see the results):
   1. planted (bench/audit_scale.py's scenario): x ~ N(0, I_3), point forecasts 0.8 x (`Embedding.from_points`),
@@ -62,8 +63,9 @@ slow the search's skinny products down).
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')   # as bench/early_stopping.py: one BLAS thread (the cores are shared)
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+# as bench/early_stopping.py: one BLAS thread (the cores are shared)
+thread_defaults('OMP_WAIT_POLICY', 'OPENBLAS_NUM_THREADS')
 import argparse, json, subprocess, sys, time
 
 import numpy as np
@@ -106,11 +108,14 @@ def setup(problem):
     "(generator, calibrator keywords, certify's search method, calibrators to run)."
     import deccal
     if problem == 'planted':
-        return planted, dict(kernel=deccal.RBF(0.5), n_actions=5, beta=10.0, R1=1.0, eps=0.02, max_rounds=30), 'auto', ('dimfree', 'zhao')
+        return planted, dict(kernel=deccal.RBF(0.5), n_actions=5, beta=10.0, R1=1.0, eps=0.02,
+                             max_rounds=30), 'auto', ('dimfree', 'zhao')
     if problem == 'cobb':
-        return cobb, dict(kernel=deccal.ExpInner(), n_actions=4, beta=20.0, R1=1.0, eps=0.02, max_rounds=20), 'landmarks', ('dimfree',)
+        return cobb, dict(kernel=deccal.ExpInner(), n_actions=4, beta=20.0, R1=1.0, eps=0.02,
+                          max_rounds=20), 'landmarks', ('dimfree',)
     if problem == 'newsvendor':
-        return newsvendor, dict(kernel=deccal.MinKernel(), n_actions=4, beta=20.0, R1=1.5, R2=1.0, eps=0.02, max_rounds=15), 'landmarks', ('dimfree',)
+        return newsvendor, dict(kernel=deccal.MinKernel(), n_actions=4, beta=20.0, R1=1.5, R2=1.0, eps=0.02,
+                                max_rounds=15), 'landmarks', ('dimfree',)
     raise ValueError(problem)
 
 
@@ -123,9 +128,10 @@ def fresh_certify(q, Y, kernel, n_actions, beta, R1, method, seed=0, search_frac
     perm = np.random.default_rng([seed, 2]).permutation(n)
     s_, h_ = np.sort(perm[:ns]), np.sort(perm[ns:])
     t0 = time.perf_counter()
-    r = audit(q[s_], Y[s_], kernel, n_actions=n_actions, beta=beta, R1=R1, seed=seed, holdout=(q[h_], Y[h_]), method=method)
-    return dict(value=float(r.holdout_value), se=float(r.holdout_se), in_search=float(r.value), method=r.info.get('method'),
-                seconds=time.perf_counter() - t0)
+    r = audit(q[s_], Y[s_], kernel, n_actions=n_actions, beta=beta, R1=R1, seed=seed,
+              holdout=(q[h_], Y[h_]), method=method)
+    return dict(value=float(r.holdout_value), se=float(r.holdout_se), in_search=float(r.value),
+                method=r.info.get('method'), seconds=time.perf_counter() - t0)
 
 
 def check_identity():
@@ -157,14 +163,16 @@ def fit_one(cls_name, kw, search_max, seed, p, Y):
     audits = [h['audit_value'] for h in cal.history_ if h['audit_value'] is not None]
     info = dict(search_max=search_max, n_fit=int(cal.n_fit_), path='rows' if cal.n_fit_ > search_max else 'full',
                 seconds=secs, others_busy=busy, rounds_run=len(cal.all_rounds_), rounds_kept=int(cal.best_round_),
-                stop=cal.stop_reason_, rank=int(cal.rank_), basis_atoms=int(cal.basis_.m), captured_trace=float(cal.captured_trace_),
-                first_audit=audits[0] if audits else None, last_audit=audits[-1] if audits else None,
+                stop=cal.stop_reason_, rank=int(cal.rank_), basis_atoms=int(cal.basis_.m),
+                captured_trace=float(cal.captured_trace_), first_audit=audits[0] if audits else None,
+                last_audit=audits[-1] if audits else None,
                 val_sq_kept=float(cal.history_[cal.best_round_]['holdout_square_loss']))
     return cal, info
 
 
 class _Parts:
-    "Finished pieces of a job (the base measurement, each fitted arm) kept in a directory, so that a killed job resumes."
+    """Finished pieces of a job (the base measurement, each fitted arm) kept in a directory, so that a killed job
+    resumes."""
     def __init__(self, path): self.path = path; path and os.makedirs(path, exist_ok=True)
 
     def get(self, key):
@@ -204,7 +212,7 @@ def one(problem, seed, n_cal=N_CAL, n_fresh=N_FRESH, parts=None):
     warm = 0.0
     if any(parts.get(f'{name}_{arm}') is None for name, arm, _ in arms):
         t0 = time.perf_counter()
-        for name in calibrators:                       # warm-up (Numba loads its cache): both paths on 600 rows, 1 round
+        for name in calibrators:                      # warm-up (Numba loads its cache): both paths on 600 rows, 1 round
             for sm in (600, 150): fit_one(name, dict(kw, max_rounds=1), sm, seed, p[:600], Y[:600])
         warm = time.perf_counter() - t0
     seconds = base['piece_seconds'] + warm
@@ -227,9 +235,10 @@ def one(problem, seed, n_cal=N_CAL, n_fresh=N_FRESH, parts=None):
             res[arm] = info
             parts.put(f'{name}_{arm}', info, errs[arm])
             print(f"[{problem} seed {seed} {name} {arm}] {info['path']} path, fit {info['seconds']:.0f} s "
-                  f"(others busy {info['others_busy']:.0%}), kept {info['rounds_kept']}/{info['rounds_run']} ({info['stop']}), "
-                  f"rank {info['rank']}; fresh decCE {info['certify']['value']:.4f} (se {info['certify']['se']:.4f}), "
-                  f"sq {info['sq']:.5f}; certify {info['certify']['seconds']:.0f} s", file=sys.stderr, flush=True)
+                  f"(others busy {info['others_busy']:.0%}), kept {info['rounds_kept']}/{info['rounds_run']} "
+                  f"({info['stop']}), rank {info['rank']}; fresh decCE {info['certify']['value']:.4f} (se "
+                  f"{info['certify']['se']:.4f}), sq {info['sq']:.5f}; certify {info['certify']['seconds']:.0f} s",
+                  file=sys.stderr, flush=True)
         d = errs['sub'] - errs['full']
         res['sq_diff_se'] = float(d.std(ddof=1) / np.sqrt(len(d)))
         out[name] = res
@@ -252,8 +261,10 @@ def summarize(jobs, problem, name):
     k = len(js)
     arr = lambda f: np.array([f(j) for j in js], float)
     ms = lambda v: (float(v.mean()), float(v.std(ddof=1)) if k > 1 else float('nan'))
-    s = dict(problem=problem, calibrator=name, seeds=[j['seed'] for j in js], k=k, method=js[0]['method'], n=js[0]['n'], n_fresh=js[0]['n_fresh'])
-    s['base_dec'], s['base_dec_se'] = ms(arr(lambda j: j['base']['certify']['value'])), float(np.sqrt(np.mean(arr(lambda j: j['base']['certify']['se'])**2)))
+    s = dict(problem=problem, calibrator=name, seeds=[j['seed'] for j in js], k=k, method=js[0]['method'], n=js[0]['n'],
+             n_fresh=js[0]['n_fresh'])
+    s['base_dec'], s['base_dec_se'] = (ms(arr(lambda j: j['base']['certify']['value'])),
+                                       float(np.sqrt(np.mean(arr(lambda j: j['base']['certify']['se'])**2))))
     s['base_sq'] = ms(arr(lambda j: j['base']['sq']))
     for arm in ('full', 'sub'):
         s[arm] = dict(dec=ms(arr(lambda j: j[name][arm]['certify']['value'])),
@@ -268,14 +279,14 @@ def summarize(jobs, problem, name):
     se_seeds = float(dd.std(ddof=1) / np.sqrt(k)) if k > 1 else float('nan')
     se_cert = float(np.sqrt(s['full']['dec_se']**2 + s['sub']['dec_se']**2) / np.sqrt(k))
     comb = float(np.hypot(se_seeds, se_cert)) if k > 1 else se_cert
-    s['dec_diff'] = dict(mean=float(dd.mean()), per_seed=dd.tolist(), se_seeds=se_seeds, se_certify=se_cert, combined=comb,
-                         z=float(dd.mean() / comb))
+    s['dec_diff'] = dict(mean=float(dd.mean()), per_seed=dd.tolist(), se_seeds=se_seeds, se_certify=se_cert,
+                         combined=comb, z=float(dd.mean() / comb))
     ds = arr(lambda j: j[name]['sub']['sq'] - j[name]['full']['sq'])
     sq_seeds = float(ds.std(ddof=1) / np.sqrt(k)) if k > 1 else float('nan')
     sq_paired = float(np.sqrt(np.mean(arr(lambda j: j[name]['sq_diff_se'])**2)) / np.sqrt(k))
     sq_comb = float(np.hypot(sq_seeds, sq_paired)) if k > 1 else sq_paired
-    s['sq_diff'] = dict(mean=float(ds.mean()), per_seed=ds.tolist(), se_seeds=sq_seeds, se_paired=sq_paired, combined=sq_comb,
-                        z=float(ds.mean() / sq_comb))
+    s['sq_diff'] = dict(mean=float(ds.mean()), per_seed=ds.tolist(), se_seeds=sq_seeds, se_paired=sq_paired,
+                        combined=sq_comb, z=float(ds.mean() / sq_comb))
     s['verdict'] = verdict(s['dec_diff'])
     s['sq_verdict'] = verdict(s['sq_diff'])
     return s
@@ -293,42 +304,50 @@ def report(summaries, seconds, job_seconds, check):
     n, nf, k = summaries[0]['n'], summaries[0]['n_fresh'], summaries[0]['k']
     L = ['# Subsampled (row-block) path against the full path: decision calibration on new data', '',
          machine_info(('dimfree.py', 'audit.py', 'zhao.py')), '',
-         f"Produced by `python bench/subsample_heldout.py` (the (problem, seed) jobs took {job_seconds / 60:.0f} minutes in all; "
-         f"this invocation {seconds / 60:.0f} minutes, the rest reused from its --cache). n = {n:,} calibration points "
-         f"(early stopping holds out 20%: {n - round(0.2 * n):,} fitted), fresh sample of {nf:,}, seeds {summaries[0]['seeds']}. "
-         f"(a) full path: search_max = {n:,}; (b) subsampled path: search_max = {n // 4:,} (basis and each round's "
-         f"search on {n // 4:,} of the {n - round(0.2 * n):,} fitted rows). Fresh decCE = certify's held-out value of the worst pair (search on "
-         "half of the fresh sample, re-measured on the other half); ± is the standard deviation over seeds; "
-         "'certify se' is the root-mean-square of certify's own standard errors. Square loss: E||p(x) - phi(y)||^2 on the fresh sample.",
+         f"Produced by `python bench/subsample_heldout.py` (the (problem, seed) jobs took {job_seconds / 60:.0f} "
+         f"minutes in all; this invocation {seconds / 60:.0f} minutes, the rest reused from its --cache). n = {n:,} "
+         f"calibration points (early stopping holds out 20%: {n - round(0.2 * n):,} fitted), fresh sample of {nf:,}, "
+         f"seeds {summaries[0]['seeds']}. (a) full path: search_max = {n:,}; (b) subsampled path: search_max = "
+         f"{n // 4:,} (basis and each round's search on {n // 4:,} of the {n - round(0.2 * n):,} fitted rows). Fresh "
+         "decCE = certify's held-out value of the worst pair (search on half of the fresh sample, re-measured on the "
+         "other half); ± is the standard deviation over seeds; 'certify se' is the root-mean-square of certify's own "
+         "standard errors. Square loss: E||p(x) - phi(y)||^2 on the fresh sample.",
          '', f"Identity check (small planted problem): `cal.certify` holdout value / se {check['calibrated'][0]:.6f} / "
-         f"{check['calibrated'][1]:.6f}, this script's {check['calibrated'][2]:.6f} / {check['calibrated'][3]:.6f}; base "
-         f"{check['base'][0]:.6f} / {check['base'][2]:.6f}.", '',
-         '| problem | calibrator | predictions | fresh decCE (mean ± sd) | certify se | fresh square loss (mean ± sd) | fit s (mean ± sd) | rounds kept / run | stop | rank |',
+         f"{check['calibrated'][1]:.6f}, this script's {check['calibrated'][2]:.6f} / {check['calibrated'][3]:.6f}; "
+         f"base {check['base'][0]:.6f} / {check['base'][2]:.6f}.", '',
+         '| problem | calibrator | predictions | fresh decCE (mean ± sd) | certify se | fresh square loss (mean ± sd) '
+         '| fit s (mean ± sd) | rounds kept / run | stop | rank |',
          '|---|---|---|---|---|---|---|---|---|---|']
     for s in summaries:
         lab = f"{s['problem']} ({'certify search: ' + s['method']})"
-        L.append(f"| {lab} | {s['calibrator']} | base | {pm(s['base_dec'])} | {s['base_dec_se']:.4f} | {pm(s['base_sq'], '.5f')} | | | | |")
+        L.append(f"| {lab} | {s['calibrator']} | base | {pm(s['base_dec'])} | {s['base_dec_se']:.4f} | "
+                 f"{pm(s['base_sq'], '.5f')} | | | | |")
         for arm, nm in (('full', '(a) full'), ('sub', '(b) subsampled')):
             a = s[arm]
-            L.append(f"| | | {nm} ({a['path'][0]}, search_max {a['search_max']:,}) | {pm(a['dec'])} | {a['dec_se']:.4f} | {pm(a['sq'], '.5f')} | "
-                     f"{a['seconds'][0]:.0f} ± {a['seconds'][1]:.0f} (others busy {a['busy']:.0%}) | "
-                     f"{', '.join(f'{k}/{r}' for k, r in zip(a['kept'], a['run']))} | {', '.join(a['stop'])} | {', '.join(map(str, a['rank']))} |")
-    L += ['', f'(b) - (a), mean over seeds; se_seeds = sd / sqrt({k}) of the per-seed differences; se_certify = sqrt(mean se_a^2 + mean se_b^2) / sqrt({k}); '
-          'combined = sqrt(se_seeds^2 + se_certify^2) (for the square loss: the paired per-point standard error on the fresh sample in place of se_certify). '
-          'Within noise: difference <= 2 combined.', '',
-          '| problem | calibrator | decCE (b) - (a) | per seed | se_seeds | se_certify | combined | diff / combined | verdict | square loss (b) - (a) | se_seeds | se_paired | verdict |',
+            L.append(f"| | | {nm} ({a['path'][0]}, search_max {a['search_max']:,}) | {pm(a['dec'])} | "
+                     f"{a['dec_se']:.4f} | {pm(a['sq'], '.5f')} | {a['seconds'][0]:.0f} ± {a['seconds'][1]:.0f} "
+                     f"(others busy {a['busy']:.0%}) | {', '.join(f'{k}/{r}' for k, r in zip(a['kept'], a['run']))} | "
+                     f"{', '.join(a['stop'])} | {', '.join(map(str, a['rank']))} |")
+    L += ['', f'(b) - (a), mean over seeds; se_seeds = sd / sqrt({k}) of the per-seed differences; se_certify = '
+          f'sqrt(mean se_a^2 + mean se_b^2) / sqrt({k}); combined = sqrt(se_seeds^2 + se_certify^2) (for the square '
+          'loss: the paired per-point standard error on the fresh sample in place of se_certify). Within noise: '
+          'difference <= 2 combined.', '',
+          '| problem | calibrator | decCE (b) - (a) | per seed | se_seeds | se_certify | combined | diff / combined | '
+          'verdict | square loss (b) - (a) | se_seeds | se_paired | verdict |',
           '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for s in summaries:
         d, q = s['dec_diff'], s['sq_diff']
-        L.append(f"| {s['problem']} | {s['calibrator']} | {d['mean']:+.4f} | {', '.join(f'{v:+.4f}' for v in d['per_seed'])} | {d['se_seeds']:.4f} | "
-                 f"{d['se_certify']:.4f} | {d['combined']:.4f} | {d['z']:+.2f} | **{s['verdict']}** | {q['mean']:+.6f} | {q['se_seeds']:.6f} | "
+        L.append(f"| {s['problem']} | {s['calibrator']} | {d['mean']:+.4f} | "
+                 f"{', '.join(f'{v:+.4f}' for v in d['per_seed'])} | {d['se_seeds']:.4f} | {d['se_certify']:.4f} | "
+                 f"{d['combined']:.4f} | {d['z']:+.2f} | **{s['verdict']}** | {q['mean']:+.6f} | {q['se_seeds']:.6f} | "
                  f"{q['se_paired']:.6f} | {s['sq_verdict']} |")
     L += ['', 'Verdicts (held-out decision calibration, the bar):', '']
     for s in summaries:
         d = s['dec_diff']
-        L.append(f"* {s['problem']}, {s['calibrator']}: (b) {s['sub']['dec'][0]:.4f} against (a) {s['full']['dec'][0]:.4f} "
-                 f"(base {s['base_dec'][0]:.4f}): difference {d['mean']:+.4f}, {d['z']:+.2f} combined standard errors: **{s['verdict']}**; "
-                 f"fit {s['sub']['seconds'][0]:.0f} s against {s['full']['seconds'][0]:.0f} s.")
+        L.append(f"* {s['problem']}, {s['calibrator']}: (b) {s['sub']['dec'][0]:.4f} against (a) "
+                 f"{s['full']['dec'][0]:.4f} (base {s['base_dec'][0]:.4f}): difference {d['mean']:+.4f}, {d['z']:+.2f} "
+                 f"combined standard errors: **{s['verdict']}**; fit {s['sub']['seconds'][0]:.0f} s against "
+                 f"{s['full']['seconds'][0]:.0f} s.")
     return L
 
 
@@ -337,11 +356,13 @@ def main(argv=None):
     ap.add_argument('--one', nargs=2, metavar=('PROBLEM', 'SEED'))
     ap.add_argument('--problems', default=','.join(PROBLEMS))
     ap.add_argument('--seeds', default=','.join(map(str, SEEDS)))
-    ap.add_argument('--n', type=int, default=N_CAL, help='calibration sample (smoke tests; nothing written unless the default)')
+    ap.add_argument('--n', type=int, default=N_CAL, help='calibration sample (smoke tests; nothing written unless the '
+                                                         'default)')
     ap.add_argument('--n-fresh', type=int, default=N_FRESH)
-    ap.add_argument('--cache', default=None, help='a JSON-lines file of finished (problem, seed) jobs, reused and appended to; '
-                    'the finished pieces of unfinished jobs are kept in the directory CACHE.parts')
-    ap.add_argument('--parts', default=None, help=argparse.SUPPRESS)   # (--one) the directory of this job's finished pieces
+    ap.add_argument('--cache', default=None, help='a JSON-lines file of finished (problem, seed) jobs, reused and '
+                    'appended to; the finished pieces of unfinished jobs are kept in the directory CACHE.parts')
+    # (--one) the directory of this job's finished pieces
+    ap.add_argument('--parts', default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.one:
         print(json.dumps(one(a.one[0], int(a.one[1]), a.n, a.n_fresh, a.parts))); return
@@ -357,7 +378,8 @@ def main(argv=None):
     jobs = []
     for problem in problems:
         for seed in seeds:
-            if (problem, seed) in done: j = done[problem, seed]; print(f"{problem} seed {seed}: from the cache", flush=True)
+            if (problem, seed) in done:
+                j = done[problem, seed]; print(f"{problem} seed {seed}: from the cache", flush=True)
             else:
                 t1 = time.perf_counter(); j = run(problem, seed, a.n, a.n_fresh, a.cache and a.cache + '.parts')
                 print(f"{problem} seed {seed}: {time.perf_counter() - t1:.0f} s", flush=True)
@@ -371,7 +393,8 @@ def main(argv=None):
     print('\n'.join(lines))
     if a.problems == ','.join(PROBLEMS) and seeds == list(SEEDS) and (a.n, a.n_fresh) == (N_CAL, N_FRESH):
         from deccal.runtime import atomic_write
-        lines += ['', '```json', json.dumps(dict(jobs=jobs, summaries=summaries, seconds=seconds, job_seconds=job_seconds, identity_check=check)), '```', '']
+        lines += ['', '```json', json.dumps(dict(jobs=jobs, summaries=summaries, seconds=seconds,
+                                                 job_seconds=job_seconds, identity_check=check)), '```', '']
         out = os.path.join(REPO, 'bench', 'subsample_heldout_results.md')
         atomic_write(out, lambda f: f.write('\n'.join(lines).encode()))
         print('wrote', out)

@@ -196,7 +196,8 @@ def write(rows, out, total, quick, pending, runs=None):
         "# deccal's speed targets, with its default threads, idle and beside a busy core", '',
         machine_info(SOURCES), '',
         f"Produced by `python bench/targets.py{' --quick' if quick else ''} --write` ({total / 60:.1f} minutes"
-        + (f"; {pending} measurements not run (or, with --redo, not run again)" if pending else '') + "); see the script's docstring for the "
+        + (f"; {pending} measurements not run (or, with --redo, not run again)" if pending else '')
+        + "); see the script's docstring for the "
         "scenarios (those of bench/fit_scale.py, bench/audit_scale.py and bench/transform.py, their code reused) and "
         "the "
         "settings. 'figure': the fit's or the audit's wall seconds, or the transform's points per second (median of 3 "

@@ -27,8 +27,8 @@ after 25 rounds).
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY', 'OPENBLAS_NUM_THREADS')
 import argparse, json, sys, time
 
 import numpy as np

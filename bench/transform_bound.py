@@ -27,7 +27,8 @@ threads on the idle machine and beside another process busy on one core (a Pytho
 """
 from __future__ import annotations
 import json, os, subprocess, sys, tempfile, time
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')   # as when its steps imported bench/transform.py (which sets it)
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY')   # as when its steps imported bench/transform.py (which sets it)
 
 import numpy as np
 

@@ -19,8 +19,8 @@ truncated).  The two fresh samples from np.random.default_rng(5), shared by ever
 """
 from __future__ import annotations
 import os
-os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+from _threads import thread_defaults   # before numpy: BLAS and OpenMP read their thread settings when they load
+thread_defaults('OMP_WAIT_POLICY', 'OPENBLAS_NUM_THREADS')
 import argparse, json, sys, time
 
 import numpy as np
