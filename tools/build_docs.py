@@ -58,10 +58,6 @@ from multiprocessing import get_context
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# imported once by the server the notebooks' processes are forked from (see execute_and_process)
-PRELOAD = ['numpy', 'scipy.optimize', 'scipy.special', 'scipy.stats', 'numba', 'matplotlib.pyplot',
-           'sklearn.base', 'sklearn.model_selection', 'sklearn.linear_model', 'IPython', 'execnb.shell',
-           'execnb.nbio', 'nbdev.process', 'nbdev.processors', 'nbdev.showdoc', 'deccal.estimators']
 TUTORIAL_GLOB = '1[0-9]_*.ipynb'       # tutorials: 10_tutorial_newsvendor.ipynb, ...
 TUTORIALS_AFTER = '09_zhao.ipynb'      # where the automatic "Tutorials" section goes
 
@@ -166,9 +162,11 @@ def execute_and_process(nbs_dir: Path, work: Path, proc: Path, jobs: int, skip_f
     # processes of their own, which a notebook starting a dask LocalCluster of worker processes needs.
     # Each notebook's process is forked from a server that has imported the libraries every notebook imports
     # (forkserver; nothing is run, so each child starts in the state a fresh import leaves): this saves each
-    # notebook about 2 s of imports, about 40 s of a build's processor time. A module missing here is skipped.
+    # notebook about 2 s of imports, about 40 s of a build's processor time. The server starts in the repository's
+    # root (main() changes to it), first on its sys.path, so it finds tools/ there (as a namespace package; the
+    # forkserver does not take the caller's sys.path).
     ctx = get_context('forkserver')
-    ctx.set_forkserver_preload(PRELOAD)
+    ctx.set_forkserver_preload(['tools.build_docs_preload'])       # tools/build_docs_preload.py: the imports
     per_child = {'max_tasks_per_child': 1} if sys.version_info >= (3, 11) else {}
     with ProcessPoolExecutor(max(1, jobs), mp_context=ctx, **per_child) as pool:
         for name, secs, err, skipped in map(Future.result, as_completed(pool.submit(_build_one, *a) for a in args)):
