@@ -179,7 +179,7 @@ def main(argv=None):
         results[prob] = per
     seconds = time.perf_counter() - t_all
     lines = ["# Families of segments: which one finds a planted miscalibration, on held-out data", '',
-             machine_info(('estimators.py', 'dimfree.py', 'groups.py')), '',
+             machine_info(('estimators.py', 'dimfree.py', 'segments.py')), '',
              f"Produced by `python bench/segment_families.py --write`; see the script for the problems and the "
              f"families. {a.seeds} seeds; {N_CAL:,} calibration and {N_TEST:,} test rows each; total {seconds:.0f} s "
              "(a shared machine: not a timing).", '']

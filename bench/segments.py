@@ -146,7 +146,7 @@ def main(argv=None):
         results[scen] = dict(per=per, mcgrad_note=note)
     seconds = time.perf_counter() - t_all
     lines = ["# Decision calibration per segment: a planted problem, on held-out data", '',
-             machine_info(('estimators.py', 'dimfree.py', 'groups.py')), '',
+             machine_info(('estimators.py', 'dimfree.py', 'segments.py')), '',
              f"Produced by `python bench/segments.py --write`; see the script for the scenario. {a.seeds} seeds; "
              f"{N_CAL:,} calibration (10,000 in the last scenario) and {N_TEST:,} test rows each; "
              f"total {seconds:.0f} s.", '']
