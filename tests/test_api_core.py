@@ -153,7 +153,7 @@ def test_from_probs_atol_string():
 
 
 # --- the memory budget --------------------------------------------------------------------------------
-def test_memory_budget_lives_in_checks():
+def test_memory_budget_lives_in_runtime():
     assert not hasattr(dk, 'MEMORY_BUDGET') and not hasattr(de, 'MEMORY_BUDGET')
     assert dr.MEMORY_BUDGET == 256 * 2**20
 

@@ -16,13 +16,13 @@ Steps
    does: cells flagged with settings.ini's `tst_flags`, i.e. `#| slow`, and `#| eval: false` cells are
    skipped; the first error stops the notebook, and its traceback is kept as the cell's output), one
    fresh process per notebook (forked from a server that has imported the common libraries), two at a time
-   (--jobs). The workers get a fixed thread setting, so that a
-   build does not depend on the caller's environment (pytest's test modules set OPENBLAS_NUM_THREADS=1,
-   and a tutorial's result once changed with it): each worker's BLAS, OpenMP and Numba use
-   cpu_count // jobs threads, and idle OpenMP threads sleep (OMP_WAIT_POLICY=PASSIVE) instead of
-   spinning against the other worker (two spinning workers on 2 cores once made a fit 10x slower).
-   The processed notebooks cannot be executed themselves: nbdev's processing drops `#| hide` cells
-   (where the notebooks import matplotlib and the fixtures) and the source of `#| export` cells.
+   (--jobs). The workers get a fixed thread setting, so that a build does not depend on the caller's
+   environment (pytest's test modules set OPENBLAS_NUM_THREADS=1, and a tutorial's result once changed with
+   it): each worker's BLAS, OpenMP and Numba use cpu_count // jobs threads, and idle OpenMP threads sleep
+   (OMP_WAIT_POLICY=PASSIVE) instead of spinning against the other worker (two spinning workers on 2 cores
+   once made a fit 10x slower). The processed notebooks cannot be executed themselves: nbdev's processing
+   drops `#| hide` cells (where the notebooks import matplotlib and the fixtures) and the source of
+   `#| export` cells.
 2. Process each executed copy with nbdev's own processors (`nbdev.processors.FilterDefaults`, what
    `nbdev_proc_nbs` applies) into `_proc/`: `#| hide`/`#| export` cells removed, show_doc cells added,
    front matter from the title cell. `nbdev_proc_nbs` itself is not called: without Quarto it starts

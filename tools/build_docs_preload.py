@@ -5,9 +5,8 @@ module that fails to import, with any error, is skipped here: a notebook that ne
 its traceback (forkserver's own preload skips only ImportError, and any other error would stop the server and every
 notebook with it)."""
 import importlib
-import os
 
-os.environ.setdefault('MPLBACKEND', 'Agg')
+# the matplotlib backend, Agg, is set by build_docs.py in the environment the server inherits
 for _name in ('numpy', 'scipy.optimize', 'scipy.special', 'scipy.stats', 'numba', 'matplotlib.pyplot',
               'sklearn.base', 'sklearn.model_selection', 'sklearn.linear_model', 'IPython', 'execnb.shell',
               'execnb.nbio', 'nbdev.process', 'nbdev.processors', 'nbdev.showdoc', 'deccal.estimators'):
