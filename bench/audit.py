@@ -52,6 +52,11 @@ TARGET_N, TARGET_S = 5000, 10.0
 WELL_BELOW = 0.25   # "well below one dense n x n matrix": peak < this fraction of 8 n^2 bytes
 
 
+def fcap(v):
+    "A captured share of the trace, or '-' where the path has none (captured_R on the landmark path)."
+    return '-' if v is None else f"{v:.6f}"
+
+
 # ----------------------------------------------------------------------------- data
 def make_data(n, seed=SEED):
     "x ~ N(0, I_3); predictions 0.8 x; outcomes x + 0.3 N(0, I_3)."
@@ -67,7 +72,8 @@ class Probe:
     Patches module attributes of deccal.audit for the life of the subprocess; `audit` looks them up at
     call time, so the timed run is the real `audit(...)` call."""
     PHASES = ('_factors', '_search', '_witnesses')
-    WHERE = {'_factors': 'low_rank_factors', '_search': 'search_groups', '_witnesses': 'witness_losses'}   # in audit
+    WHERE = {'_factors': ('low_rank_factors', 'landmark_factors'), '_search': ('search_groups', 'landmark_search'),
+             '_witnesses': ('witness_losses', 'landmark_losses')}   # in audit: the dense-Gram and the landmark paths
 
     def __init__(self, hwm_ok, power=None):
         import importlib
@@ -77,7 +83,8 @@ class Probe:
         self.reset()
         if power is not None:   # power iterations of the randomized factorization (not an audit() argument)
             da.low_rank_factors = functools.partial(da.low_rank_factors, power=power)
-        for name in self.PHASES: setattr(da, self.WHERE[name], self._phase(name, getattr(da, self.WHERE[name])))
+        for name in self.PHASES:
+            for where in self.WHERE[name]: setattr(da, where, self._phase(name, getattr(da, where)))
         obj = wp._objective
         def counted(*a):
             self.nfev += 1
@@ -167,7 +174,7 @@ def run_one(n, repeat, repeat_time, kw, knobs):
             wall=wall, seconds=res.info['seconds'], value=res.value, search_value=res.info['search_value'],
             start_values=res.info['start_values'], method=res.info['method'],
             rank_P=res.info['rank_P'], rank_R=res.info['rank_R'],
-            captured_P=res.info['captured_P'], captured_R=res.info['captured_R'],
+            captured_P=res.info['captured_P'], captured_R=res.info.get('captured_R'),   # None on the landmark path
             factors=tt['_factors'], search=tt['_search'], witnesses=tt['_witnesses'], block=tt['block'],
             matmat=tt['matmat'], dense=tt['dense'], traces=tt['traces'],
             factors_block=pb.get('_factors', 0.0), factors_products=pp.get('_factors', 0.0) - pb.get('_factors', 0.0),
@@ -276,7 +283,7 @@ def main():
                   f"best: factors {ft(b['factors'])} (kernel blocks {ft(b['factors_block'])}, products "
                   f"{ft(b['factors_products'])}, rest {ft(b['factors_rest'])}; {b['n_matmat']} matmat passes in all), "
                   f"search {ft(b['search'])} ({b['nfev']} evaluations), witnesses {ft(b['witnesses'])}; ranks P/R "
-                  f"{b['rank_P']}/{b['rank_R']}; captured {b['captured_P']:.6f}/{b['captured_R']:.6f}; value "
+                  f"{b['rank_P']}/{b['rank_R']}; captured {b['captured_P']:.6f}/{fcap(b['captured_R'])}; value "
                   f"{b['value']:.4g} (search {b['search_value']:.4g}); peak {fgb(r['peak'])} GB (phases: "
                   f"{', '.join(f'{k[1:]} {fgb(v)}' for k, v in b['phase_peak'].items())}); dense n x n "
                   f"{fgb(r['dense_bytes'])} GB; minor faults {b['minflt']}; warm-up {r['warmup']:.1f} s; OpenBLAS "
@@ -304,8 +311,9 @@ def main():
             f"| {n} | {b['method']} | {ft(b['wall'])} | {ft(b['factors'])}: {ft(b['factors_block'])} / "
             f"{ft(b['factors_products'])} / {ft(b['factors_rest'])} | {ft(b['search'])} ({b['nfev']} ev.) | "
             f"{ft(b['witnesses'])} | {e} | {b['value']:.4f} | {b['rank_P']} / {b['rank_R']} | {b['captured_P']:.6f} / "
-            f"{b['captured_R']:.6f} | {fgb(r['peak'])} | {fgb(r['dense_bytes'])} | {r['peak'] / r['dense_bytes']:.2f} "
-            f"| {100 * r['other_cpu']:.0f}%, {r['load'][0][0]:.1f}-{r['load'][1][0]:.1f} |")
+            f"{fcap(b['captured_R'])} | {fgb(r['peak'])} | {fgb(r['dense_bytes'])} | "
+            f"{r['peak'] / r['dense_bytes']:.2f} | {100 * r['other_cpu']:.0f}%, "
+            f"{r['load'][0][0]:.1f}-{r['load'][1][0]:.1f} |")
         prev = (n, b['wall'])
     table = '\n'.join(rows)
 
@@ -329,6 +337,10 @@ def main():
             verdicts.append(f"- n = {n}: exact path (n <= exact_max = {r['kw'].get('exact_max', 1500)}) builds dense P "
                             f"and R ({fgb(2 * r['dense_bytes'])} GB together) and their eigendecompositions; peak "
                             f"{fgb(r['peak'])} GB = {q:.2f}x one dense n x n matrix (by design on this path)")
+        elif b['method'] == 'landmarks':
+            verdicts.append(f"- n = {n}: landmark path (chosen by method='auto'); peak "
+                            f"{fgb(r['peak'])} GB = {q:.2f}x one dense n x n matrix (target for large n: well below, < "
+                            f"{WELL_BELOW:g}x): {'MET' if q < WELL_BELOW else 'MISSED'}")
         elif 16.0 * n * n <= budget:
             verdicts.append(f"- n = {n}: randomized path; dense P and R ({fgb(2 * r['dense_bytes'])} GB together) fit "
                             f"in the {budget / 2**20:g} MiB budget, so they are computed once and kept; peak "

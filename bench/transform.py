@@ -82,9 +82,9 @@ def _steps(cal, pred, clock):
         hp = np.ascontiguousarray(part.inner(b.kernel, b.P))
         t = tick('_replay: basis.h, prediction atoms: part.inner(kernel, basis.P)', t, f"(N_b, {b.P.n})")
         c_out, n2_out = np.empty(Nb), np.empty(Nb)
-        with blas_controller().limit(limits=1):
-            _replay_rows(hy, hp, S['CDy'], S['CDp'], S['BC'], S['GD'], n2, c, float(beta), float(R2), int(A),
-                         coef[i0:i1], c_out, n2_out, np.empty((0, Nb)), np.empty((0, Nb)))
+        with blas_controller().limit(limits=1):     # gm (0, T): no groups
+            _replay_rows(hy, hp, S['CDy'], S['CDp'], S['BC'], S['GD'], n2, c, np.empty((0, TA // A)), float(beta),
+                         float(R2), int(A), coef[i0:i1], c_out, n2_out, np.empty((0, Nb)), np.empty((0, Nb)))
         cc[i0:i1] = c_out
         t = tick('_replay: _replay_rows (Numba, tiles of 64 rows in parallel: [C; D] h by BLAS, then the rounds in '
                  'chunks of 10, the later rounds\' share by BLAS)', t,
