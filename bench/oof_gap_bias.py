@@ -15,7 +15,9 @@ fifth of the rows).  This script measures both against the gap on 20,000 new row
 candidates, on the synthetic problem of bench/calibration_size.py (the same data, splits, 2,000 training rows and
 200 decision makers) with logistic regression and gradient boosting and 500 or 1,500 calibration rows, 5 folds
 as in `select_first_stage`.  Reported per model and size: each candidate's three gaps, means over 10 splits, and
-which candidate the pooled gap and the per-fold gap rank first, against the one that is best on the new rows.
+which candidate the pooled gap and the per-fold gap rank first, against the one that is best on the new rows; each
+candidate's pooled gap and gap on new rows minus the model's ('none'), paired over the splits (mean ± paired
+standard error); and, in the JSON block, every split's three gaps per candidate (`per_split`), for other pairs.
 """
 from __future__ import annotations
 import os
@@ -31,7 +33,7 @@ sys.path.insert(0, os.path.join(REPO, 'bench'))
 # the thread settings this script had when it imported bench/skeptic.py or bench/sklearn_calibration.py here
 # (for the libraries loaded from here on: scipy's OpenBLAS, scikit-learn's OpenMP)
 thread_defaults()
-from _measure import machine_info, emit_record                         # noqa: E402
+from _measure import machine_info, emit_record, mse                    # noqa: E402
 from _data import random_costs, pool_split_and_model                  # noqa: E402
 from _scores import zhao_gaps                                          # noqa: E402
 from _calibrators import candidates, CV                               # noqa: E402
@@ -80,15 +82,25 @@ def main(argv=None):
             mean = {nm: np.mean([r[nm] for r in recs], axis=0) for nm in NAMES}       # (pooled, per fold, new)
             first = {k: sum(min(NAMES, key=lambda nm: r[nm][j]) == min(NAMES, key=lambda nm: r[nm][2])
                             for r in recs) for j, k in ((0, 'pooled'), (1, 'per fold'))}
+            per = {nm: np.array([r[nm] for r in recs]) for nm in NAMES}                   # (splits, 3)
+            vs = lambda nm, j: (f"{mse(per[nm][:, j] - per['none'][:, j])[0]:+.4f} ± "
+                                f"{mse(per[nm][:, j] - per['none'][:, j])[1]:.4f}")       # paired over the splits
             lines += [f"**{m}, {n:,} calibration rows** ({a.seeds} splits; the candidate best on the new rows is "
                       f"ranked first by the pooled gap in {first['pooled']} splits, by the per-fold gap in "
                       f"{first['per fold']})", '',
-                      '| candidate | pooled out-of-fold gap | per-fold gap | gap on 20,000 new rows |',
-                      '|---|---|---|---|']
-            lines += [f"| {nm} | {mean[nm][0]:.4f} | {mean[nm][1]:.4f} | {mean[nm][2]:.4f} |" for nm in NAMES] + ['']
-            cells.append(dict(base=m, n=n, gaps={nm: mean[nm].tolist() for nm in NAMES}, first=first))
+                      '| candidate | pooled out-of-fold gap | per-fold gap | gap on 20,000 new rows '
+                      '| Δ pooled gap vs none | Δ new-row gap vs none |',
+                      '|---|---|---|---|---|---|']
+            lines += [f"| {nm} | {mean[nm][0]:.4f} | {mean[nm][1]:.4f} | {mean[nm][2]:.4f} | "
+                      f"{vs(nm, 0) if nm != 'none' else ''} | {vs(nm, 2) if nm != 'none' else ''} |"
+                      for nm in NAMES] + ['']
+            cells.append(dict(base=m, n=n, gaps={nm: mean[nm].tolist() for nm in NAMES}, first=first,
+                              per_split={nm: per[nm].tolist() for nm in NAMES}))
     head = ["# The pooled out-of-fold gap against the gap on new rows", '', machine_info(['first_stage.py']), '',
-            f"Produced by `python bench/oof_gap_bias.py --write`; {time.time() - t0:.0f} s.  Means over splits.  "
+            f"Produced by `python bench/oof_gap_bias.py --write`; {time.time() - t0:.0f} s.  Means over splits; "
+            "Δ = paired difference (same split) from the model's own probabilities ('none'), mean ± paired "
+            "standard error over splits; the JSON block keeps every split's gaps (`per_split`: pooled, per fold, "
+            "new rows).  "
             "The scenario: the docstring of bench/oof_gap_bias.py.", '']
     emit_record(head + lines, dict(seeds=a.seeds, cells=cells), 'oof_gap_bias_results.md', a.write)
 
