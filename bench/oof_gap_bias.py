@@ -83,8 +83,7 @@ def main(argv=None):
             first = {k: sum(min(NAMES, key=lambda nm: r[nm][j]) == min(NAMES, key=lambda nm: r[nm][2])
                             for r in recs) for j, k in ((0, 'pooled'), (1, 'per fold'))}
             per = {nm: np.array([r[nm] for r in recs]) for nm in NAMES}                   # (splits, 3)
-            vs = lambda nm, j: (f"{mse(per[nm][:, j] - per['none'][:, j])[0]:+.4f} ± "
-                                f"{mse(per[nm][:, j] - per['none'][:, j])[1]:.4f}")       # paired over the splits
+            vs = lambda nm, j: "{:+.4f} ± {:.4f}".format(*mse(per[nm][:, j] - per['none'][:, j]))   # paired
             lines += [f"**{m}, {n:,} calibration rows** ({a.seeds} splits; the candidate best on the new rows is "
                       f"ranked first by the pooled gap in {first['pooled']} splits, by the per-fold gap in "
                       f"{first['per fold']})", '',
